@@ -1,0 +1,271 @@
+"""The SQLite catalog (`JACKED_HOME/catalog.db`): sessions, turns, invocations, subagents,
+distilled texts, and per-file scan state for incremental work.
+
+Everything here is derived from transcripts and can be rebuilt; texts are stored redacted.
+A session's rows are replaced whole, together with its files' scan state, in one
+transaction, so a crash never leaves a session half-written.
+"""
+from __future__ import annotations
+
+import pickle
+import sqlite3
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from jacked.transcript.model import Session, Turn
+
+SCHEMA_VERSION = 3
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, session_id TEXT, kind TEXT, layout TEXT, size INTEGER, mtime_ns INTEGER,
+    offset INTEGER, head_hash TEXT, tail_hash TEXT, lines INTEGER, malformed INTEGER,
+    pending_malformed INTEGER, parent_id TEXT, state BLOB, parser_version INTEGER, scanned_at REAL
+);
+CREATE INDEX IF NOT EXISTS files_session ON files(session_id);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY, file TEXT, project_dir TEXT, cwd TEXT, repo_name TEXT, git_branch TEXT,
+    slug TEXT, version_first TEXT, version_last TEXT, started_at TEXT, ended_at TEXT, turn_count INTEGER,
+    title TEXT, first_prompt TEXT, plan TEXT, plan_source TEXT, models TEXT, tool_call_count INTEGER,
+    tool_error_count INTEGER, input_tokens INTEGER, output_tokens INTEGER, lines INTEGER,
+    lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL
+);
+CREATE INDEX IF NOT EXISTS sessions_repo ON sessions(repo_name);
+CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
+CREATE TABLE IF NOT EXISTS turns (
+    session_id TEXT, turn_index INTEGER, prompt TEXT, started_at TEXT, ended_at TEXT, duration_ms INTEGER,
+    duration_source TEXT, is_slash_command INTEGER, compacted INTEGER, interrupted INTEGER,
+    assistant_text TEXT, models TEXT, metrics TEXT, tool_call_count INTEGER, tool_error_count INTEGER,
+    lines_added INTEGER, lines_removed INTEGER, input_tokens INTEGER, output_tokens INTEGER,
+    PRIMARY KEY (session_id, turn_index)
+);
+CREATE TABLE IF NOT EXISTS invocations (
+    session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, tool_name TEXT, tool_use_id TEXT,
+    sequence INTEGER, parallel_group INTEGER, is_error INTEGER, file_path TEXT, command TEXT,
+    description TEXT, input_brief TEXT, result_brief TEXT, timestamp TEXT, result_timestamp TEXT,
+    lines_added INTEGER, lines_removed INTEGER, file_created INTEGER, agent_id TEXT
+);
+CREATE INDEX IF NOT EXISTS invocations_session ON invocations(session_id, owner, turn_index, ord);
+CREATE INDEX IF NOT EXISTS invocations_tool ON invocations(tool_name);
+CREATE TABLE IF NOT EXISTS subagents (
+    session_id TEXT, ord INTEGER, agent_id TEXT, layout TEXT, file TEXT, agent_type TEXT, description TEXT,
+    tool_use_id TEXT, turn_index INTEGER, prompt TEXT, summary_text TEXT, started_at TEXT, ended_at TEXT,
+    tool_call_count INTEGER, tool_error_count INTEGER, tool_usage TEXT, is_warmup INTEGER
+);
+CREATE INDEX IF NOT EXISTS subagents_session ON subagents(session_id);
+CREATE TABLE IF NOT EXISTS texts (
+    session_id TEXT, kind TEXT, ord INTEGER, text TEXT, timestamp TEXT, turn_index INTEGER, leaf_uuid TEXT
+);
+CREATE INDEX IF NOT EXISTS texts_session ON texts(session_id);
+"""
+
+DERIVED_TABLES = ("files", "sessions", "turns", "invocations", "subagents", "texts")
+
+
+@dataclass(slots=True)
+class FileState:
+    """What the catalog remembers of one transcript file."""
+
+    path: str
+    session_id: str | None
+    kind: str  # "main" | "subagent"
+    layout: str | None
+    size: int
+    mtime_ns: int
+    offset: int
+    head_hash: str
+    tail_hash: str
+    lines: int
+    malformed: int
+    pending_malformed: int
+    parent_id: str | None
+    state: bytes | None
+    parser_version: int
+
+
+def dump_state(obj: Any) -> bytes:
+    """A builder's state for the catalog: pickled (our own trusted objects), compressed."""
+    return zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def load_state(blob: bytes | None) -> Any:
+    if not blob:
+        return None
+    try:
+        return pickle.loads(zlib.decompress(blob))
+    except Exception:  # any unpickling problem means: re-read the file whole
+        return None
+
+
+class Catalog:
+    """The SQLite catalog. One instance per process; use `transaction()` for writes."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=60000")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            # The catalog is derived data: an old layout is dropped and rebuilt by the next scan.
+            with self.transaction():
+                for table in DERIVED_TABLES:
+                    self.db.execute(f"DROP TABLE IF EXISTS {table}")
+            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.db.executescript(SCHEMA)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ file state
+    def file_states(self) -> dict[str, FileState]:
+        """Every known file's state, without the (large) builder blobs."""
+        rows = self.db.execute(
+            "SELECT path, session_id, kind, layout, size, mtime_ns, offset, head_hash, tail_hash, lines, "
+            "malformed, pending_malformed, parent_id, NULL AS state, parser_version FROM files")
+        return {r["path"]: FileState(**dict(r)) for r in rows}
+
+    def file_blob(self, path: str) -> bytes | None:
+        row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
+        return row["state"] if row else None
+
+    def save_file_state(self, st: FileState) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files (path, session_id, kind, layout, size, mtime_ns, offset, head_hash, "
+            "tail_hash, lines, malformed, pending_malformed, parent_id, state, parser_version, scanned_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (st.path, st.session_id, st.kind, st.layout, st.size, st.mtime_ns, st.offset, st.head_hash,
+             st.tail_hash, st.lines, st.malformed, st.pending_malformed, st.parent_id, st.state,
+             st.parser_version, time.time()))
+
+    # ------------------------------------------------------------------ sessions
+    def replace_session(self, s: Session, lines_skipped: int) -> None:
+        """Write a session's rows, replacing what was there (call inside a transaction)."""
+        db = self.db
+        sid = s.session_id
+        for table in ("sessions", "turns", "invocations", "subagents", "texts"):
+            db.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
+        main_turns = [t for t in s.turns]
+        calls = sum(t.metrics.tool_call_count for t in main_turns)
+        errors = sum(t.metrics.tool_error_count for t in main_turns)
+        tin = sum(t.metrics.input_tokens + t.metrics.cache_read_tokens + t.metrics.cache_creation_tokens
+                  for t in main_turns)
+        tout = sum(t.metrics.output_tokens for t in main_turns)
+        db.execute(
+            "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (sid, s.file, s.project_dir, s.cwd, s.repo_name, s.git_branch, s.slug, s.version_first,
+             s.version_last, s.started_at, s.ended_at, len(s.turns), s.title, s.first_prompt, s.plan,
+             s.plan_source, orjson.dumps(s.models).decode(), calls, errors, tin, tout, s.lines, lines_skipped,
+             sum(1 for a in s.subagents if not a.is_warmup), 1 if s.file else 0, time.time()))
+        self._insert_turns(sid, "", s.turns)
+        for i, a in enumerate(s.subagents):
+            owner = a.agent_id or f"inline-{i}"
+            db.execute(
+                "INSERT INTO subagents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (sid, i, a.agent_id, a.layout, a.file, a.agent_type, a.description, a.tool_use_id, a.turn_index,
+                 a.prompt, a.summary_text, a.started_at, a.ended_at, a.tool_call_count, a.tool_error_count,
+                 orjson.dumps(a.tool_usage).decode(), int(a.is_warmup)))
+            self._insert_invocations(sid, owner, a.turns)
+        db.executemany(
+            "INSERT INTO texts VALUES (?,?,?,?,?,?,?)",
+            [(sid, t.kind, i, t.text, t.timestamp, t.turn_index, t.leaf_uuid) for i, t in enumerate(s.texts)])
+
+    def _insert_turns(self, sid: str, owner: str, turns: Iterable[Turn]) -> None:
+        rows = []
+        for t in turns:
+            m = t.metrics
+            rows.append((sid, t.index, t.prompt, t.started_at, t.ended_at, t.duration_ms, t.duration_source,
+                         int(t.is_slash_command), int(t.compacted), int(t.interrupted), t.assistant_text,
+                         orjson.dumps(t.models).decode(), orjson.dumps(m.to_json()).decode(), m.tool_call_count,
+                         m.tool_error_count, m.lines_added, m.lines_removed,
+                         m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens))
+        self.db.executemany("INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        self._insert_invocations(sid, owner, turns)
+
+    def _insert_invocations(self, sid: str, owner: str, turns: Iterable[Turn]) -> None:
+        rows = []
+        for t in turns:
+            for i, v in enumerate(t.invocations):
+                rows.append((sid, owner, t.index, i, v.tool_name, v.tool_use_id, v.sequence, v.parallel_group,
+                             int(v.is_error), v.file_path, v.command, v.description, v.input_brief,
+                             v.result_brief, v.timestamp, v.result_timestamp, v.lines_added, v.lines_removed,
+                             int(v.file_created), v.agent_id))
+        self.db.executemany("INSERT INTO invocations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+
+    # ------------------------------------------------------------------ queries
+    def session_ids(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT session_id FROM sessions WHERE has_main = 1")]
+
+    def list_sessions(self, repo: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Sessions with a main file, newest first."""
+        sql = "SELECT * FROM sessions WHERE has_main = 1"
+        args: list[Any] = []
+        if repo:
+            sql += " AND (repo_name = ? OR cwd = ?)"
+            args += [repo, repo]
+        sql += " ORDER BY COALESCE(started_at, '') DESC, session_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [dict(r) for r in self.db.execute(sql, args)]
+
+    def get_session_row(self, session_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        return dict(row) if row else None
+
+    def find_session_ids(self, prefix: str) -> list[str]:
+        """Sessions whose id starts with `prefix` (LIKE wildcards in the prefix are escaped)."""
+        esc = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return [r[0] for r in self.db.execute(
+            "SELECT session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\' ORDER BY session_id LIMIT 50",
+            (esc + "%",))]
+
+    def session_for_file(self, path: str) -> str | None:
+        row = self.db.execute("SELECT session_id FROM files WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def turn_rows(self, session_id: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM turns WHERE session_id = ? ORDER BY turn_index", (session_id,))]
+
+    def invocation_rows(self, session_id: str, owner: str = "") -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM invocations WHERE session_id = ? AND owner = ? ORDER BY turn_index, ord",
+            (session_id, owner))]
+
+    def subagent_rows(self, session_id: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM subagents WHERE session_id = ? ORDER BY ord", (session_id,))]
+
+    def text_rows(self, session_id: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM texts WHERE session_id = ? ORDER BY ord", (session_id,))]
+
+    def totals(self) -> dict[str, int]:
+        row = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(turn_count),0), COALESCE(SUM(lines_skipped),0) "
+            "FROM sessions WHERE has_main = 1").fetchone()
+        return {"sessions": row[0], "turns": row[1], "lines_skipped": row[2]}

@@ -1,0 +1,79 @@
+"""The `jacked` command: a typer app assembled from one module per command group.
+
+`run()` is the console entry point: it turns every expected failure into one line on
+stderr and exit code 1 — never a traceback.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+import typer
+
+from jacked.cli import history as history_cli
+from jacked.cli.common import STATE, CliError
+
+app = typer.Typer(
+    name="jacked",
+    help="Long-term memory for Claude Code: reconstruct, index and search your past sessions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    claude_dir: Optional[Path] = typer.Option(
+        None, "--claude-dir", help="Claude directory (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
+    ),
+) -> None:
+    """Long-term memory for Claude Code."""
+    STATE.claude_dir = claude_dir
+
+
+history_cli.register(app)
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    """Exception types that mean "the user's input or setup is wrong", not a bug."""
+    from jacked.config import ConfigError
+    from jacked.history import SessionNotFound
+
+    return (CliError, ConfigError, SessionNotFound, sqlite3.DatabaseError, OSError)
+
+
+def run() -> None:
+    """Console entry point."""
+    if os.environ.get("NO_COLOR"):
+        os.environ.setdefault("TERM", "dumb")
+    try:
+        rv = app(standalone_mode=False)
+        code = rv if isinstance(rv, int) else 0
+    except click.exceptions.Exit as e:
+        code = e.exit_code
+    except click.exceptions.Abort:
+        typer.echo("jacked: aborted", err=True)
+        code = 1
+    except click.ClickException as e:
+        # usage errors: one line, exit 1 (click's default would be 2 with a usage block)
+        typer.echo(f"jacked: {e.format_message()}", err=True)
+        code = 1
+    except KeyboardInterrupt:
+        typer.echo("jacked: interrupted", err=True)
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    except _expected_errors() as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        typer.echo(f"jacked: {msg}", err=True)
+        code = 1
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,211 @@
+"""Scan: discover → read → reconstruct → catalog, incrementally.
+
+A re-scan opens no file whose size and mtime are unchanged; a file that grew is read from
+the end of its last complete line with the saved builder state; a file that shrank or
+whose earlier bytes changed is re-read whole.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jacked.catalog import Catalog, FileState, dump_state, load_state
+from jacked.transcript.assemble import assemble, read_meta
+from jacked.transcript.discover import SessionFiles, discover
+from jacked.transcript.model import Session
+from jacked.transcript.reader import ReadResult, iter_records
+from jacked.transcript.turns import PARSER_VERSION, FileBuilder
+
+PROBE_BYTES = 4096
+
+
+@dataclass
+class ScanReport:
+    """What a scan did; `to_json` is the `scan --json` shape."""
+
+    sessions: int = 0
+    sessions_scanned: int = 0
+    sessions_unchanged: int = 0
+    files_opened: int = 0
+    files_resumed: int = 0
+    bytes_read: int = 0
+    turns: int = 0
+    lines_read: int = 0
+    lines_skipped: int = 0
+    lines_malformed: int = 0
+    lines_unknown: int = 0
+    lines_duplicate: int = 0
+    errors: list[str] = field(default_factory=list)
+    changed_session_ids: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessions": self.sessions, "sessions_scanned": self.sessions_scanned,
+            "sessions_unchanged": self.sessions_unchanged, "turns": self.turns,
+            "lines_read": self.lines_read, "lines_skipped": self.lines_skipped,
+            "lines_malformed": self.lines_malformed, "lines_unknown": self.lines_unknown,
+            "lines_duplicate": self.lines_duplicate, "files_opened": self.files_opened,
+            "files_resumed": self.files_resumed, "bytes_read": self.bytes_read, "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _probe(path: Path, offset: int) -> tuple[str, str]:
+    """Hashes of the first bytes and of the bytes just before `offset`: did earlier bytes change?"""
+    with open(path, "rb") as fh:
+        head = fh.read(min(PROBE_BYTES, offset))
+        start = max(0, offset - PROBE_BYTES)
+        fh.seek(start)
+        tail = fh.read(offset - start)
+    return hashlib.blake2b(head, digest_size=8).hexdigest(), hashlib.blake2b(tail, digest_size=8).hexdigest()
+
+
+class Scanner:
+    """Brings the catalog up to date with a Claude directory."""
+
+    def __init__(self, catalog: Catalog, claude_dir: Path) -> None:
+        self.catalog = catalog
+        self.claude_dir = claude_dir
+        self.projects_dir = claude_dir / "projects"
+        self.plans_dir = claude_dir / "plans"
+        self.known = catalog.file_states()
+
+    def rel(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.claude_dir))
+        except ValueError:
+            return str(path)
+
+    def _flat_parent(self, path: Path) -> str | None:
+        st = self.known.get(self.rel(path))
+        return st.parent_id if st else None
+
+    def scan(self, progress: Callable[[int, int], None] | None = None,
+             only: Callable[[SessionFiles], bool] | None = None) -> ScanReport:
+        """Scan every session (or those `only` accepts); `progress(done, total)` is called per session."""
+        t0 = time.perf_counter()
+        report = ScanReport()
+        groups = discover(self.projects_dir, self._flat_parent)
+        if only is not None:
+            groups = [g for g in groups if only(g)]
+        for i, group in enumerate(groups):
+            try:
+                self.scan_group(group, report)
+            except OSError as e:
+                report.errors.append(f"{group.session_id}: {e.strerror or e}")
+            if progress:
+                progress(i + 1, len(groups))
+        totals = self.catalog.totals()
+        report.sessions = totals["sessions"]
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def scan_group(self, group: SessionFiles, report: ScanReport) -> Session | None:
+        """Scan one session's files; returns the session when it was (re)built."""
+        stats: dict[Path, os.stat_result] = {}
+        changed = False
+        for p in group.all_paths():
+            st = p.stat()
+            stats[p] = st
+            known = self.known.get(self.rel(p))
+            if (known is None or known.size != st.st_size or known.mtime_ns != st.st_mtime_ns
+                    or known.parser_version != PARSER_VERSION):
+                changed = True
+        if not changed:
+            report.sessions_unchanged += 1
+            self._count_turns(group, report)
+            return None
+        states: list[FileState] = []
+        main_builder = None
+        main_state = None
+        if group.main is not None:
+            main_builder, st = self._read_file(group.main, stats[group.main], "main", None, group, report)
+            main_state = st or self.known.get(self.rel(group.main))
+            if st:
+                states.append(st)
+        subs = []
+        for sf in group.subagents:
+            b, st = self._read_file(sf.path, stats[sf.path], "subagent", sf.layout, group, report)
+            if st:
+                states.append(st)
+            subs.append((b, sf.layout, read_meta(sf.meta_path)))
+        session_id = group.session_id
+        session = assemble(session_id, group.project_dir, main_builder, subs, self.plans_dir)
+        skipped = (main_state.malformed + main_state.pending_malformed) if main_state else 0
+        skipped += session.lines_unknown
+        session.lines_malformed = skipped - session.lines_unknown
+        session.lines_skipped = skipped
+        with self.catalog.transaction():
+            for st in states:
+                self.catalog.save_file_state(st)
+            self.catalog.replace_session(session, skipped)
+        for st in states:
+            st.state = None  # keep the in-memory index light
+            self.known[st.path] = st
+        report.sessions_scanned += 1
+        report.changed_session_ids.append(session_id)
+        report.turns += len(session.turns)
+        report.lines_skipped += skipped
+        report.lines_malformed += session.lines_malformed
+        report.lines_unknown += session.lines_unknown
+        report.lines_duplicate += session.lines_duplicate
+        return session
+
+    def _count_turns(self, group: SessionFiles, report: ScanReport) -> None:
+        row = self.catalog.db.execute("SELECT turn_count, lines_skipped FROM sessions WHERE session_id = ?",
+                                      (group.session_id,)).fetchone()
+        if row:
+            report.turns += row[0] or 0
+            report.lines_skipped += row[1] or 0
+
+    def _read_file(self, path: Path, st: os.stat_result, kind: str, layout: str | None,
+                   group: SessionFiles, report: ScanReport) -> tuple[FileBuilder, FileState | None]:
+        """Bring one file's builder up to date: load it, resume it, or read the file whole.
+
+        The returned state is None when the file was unchanged (nothing to save).
+        """
+        rel = self.rel(path)
+        known = self.known.get(rel)
+        builder: FileBuilder | None = None
+        start = lines = malformed = 0
+        usable = known is not None and known.parser_version == PARSER_VERSION
+        if usable and known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
+            builder = load_state(self.catalog.file_blob(rel))
+            if builder is not None:  # unchanged: reuse the saved state without opening the file
+                return builder, None
+        if usable and st.st_size >= known.offset:
+            head, tail = _probe(path, known.offset)
+            if head == known.head_hash and tail == known.tail_hash:
+                builder = load_state(self.catalog.file_blob(rel))
+                if builder is not None:
+                    start, lines, malformed = known.offset, known.lines, known.malformed
+        if builder is None:
+            builder = FileBuilder(rel, is_subagent_file=(kind == "subagent"))
+        res = ReadResult(end_offset=start)
+        report.files_opened += 1
+        if start:
+            report.files_resumed += 1
+        for rec in iter_records(path, start, res):
+            builder.feed(rec)
+        report.bytes_read += res.bytes_read
+        report.lines_read += res.lines
+        head, tail = _probe(path, res.end_offset)
+        parent = builder.session_id if kind == "subagent" and layout == "flat" else group.session_id
+        state = FileState(
+            path=rel, session_id=group.session_id, kind=kind, layout=layout, size=st.st_size,
+            mtime_ns=st.st_mtime_ns, offset=res.end_offset, head_hash=head, tail_hash=tail,
+            lines=lines + res.lines, malformed=malformed + res.malformed,
+            pending_malformed=res.pending_tail_malformed, parent_id=parent, state=dump_state(builder),
+            parser_version=PARSER_VERSION)
+        return builder, state
+
+
+def scan(catalog: Catalog, claude_dir: Path, progress: Callable[[int, int], None] | None = None) -> ScanReport:
+    """Bring `catalog` up to date with every session under `claude_dir`."""
+    return Scanner(catalog, claude_dir).scan(progress)

@@ -1,0 +1,89 @@
+"""Discovery: which transcript files make up which session in a Claude directory.
+
+Layouts handled (DESIGN "Transcript format notes"):
+- `projects/<encoded-cwd>/<session>.jsonl`: a session's main file;
+- `projects/<encoded-cwd>/agent-<8hex>.jsonl`: a 2.0.x flat subagent, tied to its session
+  by the `sessionId` inside it (the parent's id);
+- `projects/<encoded-cwd>/<session>/subagents/**/agent-*.jsonl` (+ `.meta.json`): 2.1.x;
+- inline `isSidechain` lines (1.0.x) live inside the main file and are found while reading.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jacked.transcript.reader import first_record
+
+
+@dataclass(slots=True)
+class SubagentFile:
+    path: Path
+    layout: str  # "flat" | "subagents_dir"
+    meta_path: Path | None = None
+
+
+@dataclass(slots=True)
+class SessionFiles:
+    """The files of one session: its main file (if present) and its subagent files."""
+
+    session_id: str
+    project_dir: str
+    main: Path | None = None
+    subagents: list[SubagentFile] = field(default_factory=list)
+
+    def all_paths(self) -> list[Path]:
+        paths = [self.main] if self.main else []
+        paths += [s.path for s in self.subagents]
+        return paths
+
+
+def is_agent_file(path: Path) -> bool:
+    return path.name.startswith("agent-") and path.suffix == ".jsonl"
+
+
+def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | None = None) -> list[SessionFiles]:
+    """Every session under `projects_dir`, sorted by project folder then session id.
+
+    `flat_parent(path)` may answer a flat agent file's parent from a cache; when it returns
+    None the file's first record is read.
+    """
+    sessions: dict[str, SessionFiles] = {}
+
+    def get(sid: str, project: str) -> SessionFiles:
+        sf = sessions.get(sid)
+        if sf is None:
+            sf = sessions[sid] = SessionFiles(session_id=sid, project_dir=project)
+        return sf
+
+    if not projects_dir.is_dir():
+        return []
+    for project in sorted(p for p in projects_dir.iterdir() if p.is_dir()):
+        for entry in sorted(project.iterdir()):
+            if entry.is_file() and entry.suffix == ".jsonl":
+                if is_agent_file(entry):
+                    parent = flat_parent(entry) if flat_parent else None
+                    if parent is None:
+                        rec = first_record(entry)
+                        parent = rec.get("sessionId") if rec else None
+                    if not isinstance(parent, str) or not parent:
+                        parent = entry.stem  # unknown parent: keep it as its own group
+                    get(parent, project.name).subagents.append(SubagentFile(entry, "flat"))
+                else:
+                    get(entry.stem, project.name).main = entry
+            elif entry.is_dir():
+                sub_root = entry / "subagents"
+                if sub_root.is_dir():
+                    for f in sorted(sub_root.rglob("agent-*.jsonl")):
+                        meta = f.with_suffix(".meta.json")
+                        get(entry.name, project.name).subagents.append(
+                            SubagentFile(f, "subagents_dir", meta if meta.exists() else None))
+    return sorted(sessions.values(), key=lambda s: (s.project_dir, s.session_id))
+
+
+def repo_name_of(cwd: str | None) -> str | None:
+    """The last component of a POSIX or Windows path."""
+    if not cwd:
+        return None
+    parts = [p for p in cwd.replace("\\", "/").rstrip("/").split("/") if p]
+    return parts[-1] if parts else cwd

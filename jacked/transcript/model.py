@@ -1,0 +1,175 @@
+"""Typed records of a reconstructed session: turns, invocations, subagents, distilled texts.
+
+Every text kept here has already been redacted (see `jacked.redact`): these objects are
+stored in the catalog and printed, so they must never hold a secret.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+READ_TOOLS = frozenset({"Read"})
+WRITE_TOOLS = frozenset({"Write"})
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
+AGENT_TOOLS = frozenset({"Task", "Agent"})
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One tool call of a turn and, once it arrives, its result."""
+
+    tool_name: str
+    tool_use_id: str
+    sequence: int
+    position: int  # 1-based place among the tool calls of its API response
+    message_id: str
+    timestamp: str | None = None
+    input_brief: str = ""  # redacted, shortened JSON of the arguments
+    file_path: str | None = None
+    command: str | None = None
+    description: str | None = None
+    subagent_type: str | None = None
+    has_result: bool = False
+    is_error: bool = False
+    result_brief: str = ""  # redacted head of the result text
+    result_timestamp: str | None = None
+    lines_added: int = 0
+    lines_removed: int = 0
+    file_created: bool = False
+    agent_id: str | None = None  # the subagent a Task/Agent call started
+    parallel_group: int = 0  # set when the turn is finalised
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool_name": self.tool_name,
+            "tool_use_id": self.tool_use_id,
+            "sequence": self.sequence,
+            "parallel_group": self.parallel_group,
+            "is_error": self.is_error,
+            "timestamp": self.timestamp,
+            "file_path": self.file_path,
+            "command": self.command,
+            "agent_id": self.agent_id,
+            "input": self.input_brief,
+            "result": self.result_brief,
+        }
+
+
+@dataclass(slots=True)
+class TurnMetrics:
+    """Per-turn figures, as in the `turns --json` contract."""
+
+    tool_call_count: int = 0
+    tool_error_count: int = 0
+    tool_usage: dict[str, int] = field(default_factory=dict)
+    files_read: list[str] = field(default_factory=list)
+    files_written: list[str] = field(default_factory=list)
+    files_modified: list[str] = field(default_factory=list)
+    lines_added: int = 0
+    lines_removed: int = 0
+    bash_commands: list[str] = field(default_factory=list)
+    bash_error_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    api_calls: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Turn:
+    """A human prompt and everything that happened until the next one."""
+
+    index: int
+    prompt: str | None
+    started_at: str | None
+    is_slash_command: bool = False
+    ended_at: str | None = None
+    duration_ms: int | None = None
+    duration_source: str | None = None  # "turn_duration" | "timestamps"
+    invocations: list[Invocation] = field(default_factory=list)
+    metrics: TurnMetrics = field(default_factory=TurnMetrics)
+    assistant_text: str | None = None  # the turn's last assistant text (redacted)
+    compacted: bool = False
+    interrupted: bool = False
+    models: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TextUnit:
+    """A distilled text of a session: label, recap, compaction summary, title."""
+
+    kind: str  # summary_label | recap | compact_summary | title
+    text: str
+    timestamp: str | None = None
+    turn_index: int | None = None
+    leaf_uuid: str | None = None
+
+
+@dataclass(slots=True)
+class Subagent:
+    """A subagent run: linked to the parent's Task/Agent call, with its final report."""
+
+    agent_id: str | None
+    layout: str  # subagents_dir | flat | inline
+    file: str
+    agent_type: str | None = None
+    description: str | None = None
+    tool_use_id: str | None = None
+    turn_index: int | None = None
+    prompt: str | None = None
+    summary_text: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    tool_call_count: int = 0
+    tool_error_count: int = 0
+    tool_usage: dict[str, int] = field(default_factory=dict)
+    is_warmup: bool = False
+    turns: list[Turn] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Session:
+    """One Claude Code session, reconstructed from its main file, subagents and plan."""
+
+    session_id: str
+    file: str
+    project_dir: str = ""
+    cwd: str | None = None
+    repo_name: str | None = None
+    git_branch: str | None = None
+    slug: str | None = None
+    version_first: str | None = None
+    version_last: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+    subagents: list[Subagent] = field(default_factory=list)
+    texts: list[TextUnit] = field(default_factory=list)
+    plan: str | None = None
+    plan_source: str | None = None  # "file" | "exit_plan_mode"
+    models: list[str] = field(default_factory=list)
+    lines: int = 0
+    lines_skipped: int = 0
+    lines_malformed: int = 0
+    lines_unknown: int = 0
+    lines_duplicate: int = 0
+
+    @property
+    def title(self) -> str | None:
+        """The newest custom title, else the newest AI title, else the first label."""
+        for kind in ("custom_title", "ai_title", "summary_label"):
+            found = [t.text for t in self.texts if t.kind == kind]
+            if found:
+                return found[-1] if kind != "summary_label" else found[0]
+        return None
+
+    @property
+    def first_prompt(self) -> str | None:
+        for t in self.turns:
+            if t.index >= 1 and t.prompt:
+                return t.prompt
+        return None

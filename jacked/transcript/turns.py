@@ -1,0 +1,520 @@
+"""Turn reconstruction: records of one transcript file in, turns and invocations out.
+
+`FileBuilder` consumes the records of one file in order (main session file or subagent
+file) and keeps only what the catalog needs, redacted as it is captured. It is picklable,
+so a file that grows is resumed from its saved state instead of being re-read whole.
+The rules are DESIGN.md's "Turn rules"; each branch below names the rule it follows.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from jacked.redact import redact
+from jacked.transcript.model import (
+    AGENT_TOOLS,
+    EDIT_TOOLS,
+    READ_TOOLS,
+    WRITE_TOOLS,
+    Invocation,
+    Subagent,
+    TextUnit,
+    Turn,
+    TurnMetrics,
+)
+
+# Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
+PARSER_VERSION = 3
+
+BRIEF_INPUT_CHARS = 1200
+BRIEF_RESULT_CHARS = 2000
+MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
+
+NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
+KNOWN_TYPES = frozenset({
+    "user", "assistant", "system", "summary", "attachment", "progress", "file-history-snapshot",
+    "queue-operation", "permission-mode", "last-prompt", "ai-title", "custom-title", "pr-link",
+    "agent-name", "tag", "result",
+})
+
+
+def _message(rec: dict[str, Any]) -> dict[str, Any]:
+    """`message` as a dict: it is sometimes a JSON string."""
+    msg = rec.get("message")
+    if isinstance(msg, str):
+        try:
+            msg = orjson.loads(msg)
+        except orjson.JSONDecodeError:
+            return {"content": msg}
+    return msg if isinstance(msg, dict) else {}
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return []
+
+
+def _text_of(content: Any) -> str:
+    """A string content, or the text blocks of a list joined by newlines."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in _blocks(content):
+        if b.get("type") == "text" and isinstance(b.get("text"), str):
+            parts.append(b["text"])
+    return "\n".join(parts)
+
+
+def _result_text(content: Any) -> str:
+    """A tool_result's content as text: a string, or the text of its blocks."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in _blocks(content):
+        t = b.get("type")
+        if t == "text" and isinstance(b.get("text"), str):
+            parts.append(b["text"])
+        elif t == "image":
+            parts.append("[image]")
+        elif t == "tool_reference":
+            parts.append(f"[tool_reference {b.get('tool_name', '')}]")
+    return "\n".join(parts)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… [+{len(text) - limit} chars]"
+
+
+def _brief_input(inp: Any) -> str:
+    """Arguments as compact JSON with long strings shortened, then redacted."""
+    def shrink(v: Any) -> Any:
+        if isinstance(v, str):
+            return _short(v, 400)
+        if isinstance(v, dict):
+            return {k: shrink(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [shrink(x) for x in v[:20]]
+        return v
+    try:
+        raw = orjson.dumps(shrink(inp)).decode()
+    except TypeError:
+        raw = str(inp)
+    return redact(_short(raw, BRIEF_INPUT_CHARS))
+
+
+def _patch_counts(patch: Any) -> tuple[int, int]:
+    added = removed = 0
+    if isinstance(patch, list):
+        for hunk in patch:
+            lines = hunk.get("lines") if isinstance(hunk, dict) else None
+            if isinstance(lines, list):
+                for ln in lines:
+                    if isinstance(ln, str):
+                        if ln.startswith("+"):
+                            added += 1
+                        elif ln.startswith("-"):
+                            removed += 1
+    return added, removed
+
+
+def is_human_prompt(rec: dict[str, Any], content: Any) -> tuple[bool, str, bool]:
+    """(starts a turn, prompt text, is a slash command) for a main-chain user record."""
+    if rec.get("isMeta") or rec.get("isCompactSummary"):
+        return False, "", False
+    blocks = _blocks(content)
+    if isinstance(content, list):
+        if any(b.get("type") == "tool_result" for b in blocks):
+            return False, "", False
+        if not all(b.get("type") in ("text", "image") for b in blocks) or not blocks:
+            return False, "", False
+    elif not isinstance(content, str):
+        return False, "", False
+    text = _text_of(content)
+    if "<command-name>/" in text:
+        return True, text, True
+    stripped = text.lstrip()
+    if stripped.startswith(NOT_PROMPT_PREFIXES):
+        return False, "", False
+    return True, text, False
+
+
+class FileBuilder:
+    """Reconstructs the turns of one transcript file from its records, in file order.
+
+    `is_subagent_file` files (flat or subagents/ layout) are all sidechain lines: there the
+    sidechain flag does not mark an inline subagent.
+    """
+
+    def __init__(self, rel_path: str, is_subagent_file: bool = False) -> None:
+        self.rel_path = rel_path
+        self.is_subagent_file = is_subagent_file
+        self.version = PARSER_VERSION
+        self.seen_uuids: set[str] = set()
+        self.turns: list[Turn] = []
+        self.cur: Turn | None = None
+        self.cur_msg_seq: dict[str, int] = {}  # message.id -> sequence in the current turn
+        self.cur_msg_calls: dict[str, int] = {}  # message.id -> tool calls so far
+        self.cur_usage: dict[str, dict[str, int]] = {}  # message.id -> usage, last line wins
+        self.pending: dict[str, Invocation] = {}  # tool_use_id -> invocation of any turn
+        self.texts: list[TextUnit] = []
+        self.session_id: str | None = None
+        self.agent_id: str | None = None
+        self.cwd: str | None = None
+        self.git_branch: str | None = None
+        self.slug: str | None = None
+        self.version_first: str | None = None
+        self.version_last: str | None = None
+        self.started_at: str | None = None
+        self.ended_at: str | None = None
+        self.models: list[str] = []
+        self.exit_plan: str | None = None
+        self.lines = 0
+        self.malformed = 0
+        self.unknown = 0
+        self.duplicates = 0
+        self.last_assistant_text: str | None = None
+        # inline (1.0.x) sidechain subagents of a main file
+        self.inline: list[tuple[FileBuilder, Subagent]] = []
+        self.inline_cur: FileBuilder | None = None
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, rec: dict[str, Any]) -> None:
+        """Apply one decoded record."""
+        self.lines += 1
+        uid = rec.get("uuid")
+        if isinstance(uid, str):
+            if uid in self.seen_uuids:
+                self.duplicates += 1  # written again on resume: the first occurrence wins
+                return
+            self.seen_uuids.add(uid)
+        rtype = rec.get("type")
+        if rtype not in KNOWN_TYPES:
+            self.unknown += 1
+            return
+        self._note_context(rec)
+        if rec.get("isSidechain") and not self.is_subagent_file and rtype in ("user", "assistant"):
+            self._feed_inline(rec, rtype)
+            return
+        if rtype == "user":
+            self._user(rec)
+        elif rtype == "assistant":
+            self._assistant(rec)
+        elif rtype == "system":
+            self._system(rec)
+        elif rtype == "summary":
+            text = rec.get("summary")
+            if isinstance(text, str) and text.strip():
+                self.texts.append(TextUnit("summary_label", redact(text), None, None, rec.get("leafUuid")))
+        elif rtype == "ai-title":
+            self._title("ai_title", rec.get("aiTitle") or rec.get("title"), rec)
+        elif rtype == "custom-title":
+            self._title("custom_title", rec.get("customTitle") or rec.get("title"), rec)
+
+    def _note_context(self, rec: dict[str, Any]) -> None:
+        ts = rec.get("timestamp")
+        if isinstance(ts, str) and rec.get("type") not in ("file-history-snapshot",):
+            if self.started_at is None:
+                self.started_at = ts
+            self.ended_at = ts
+            if self.cur is not None:
+                self.cur.ended_at = ts
+        if self.session_id is None and isinstance(rec.get("sessionId"), str):
+            self.session_id = rec["sessionId"]
+        if self.agent_id is None and isinstance(rec.get("agentId"), str):
+            self.agent_id = rec["agentId"]
+        cwd = rec.get("cwd")
+        if isinstance(cwd, str) and cwd and self.cwd is None:
+            self.cwd = cwd
+        if isinstance(rec.get("gitBranch"), str) and rec["gitBranch"]:
+            self.git_branch = rec["gitBranch"]
+        if isinstance(rec.get("slug"), str) and rec["slug"]:
+            self.slug = rec["slug"]
+        v = rec.get("version")
+        if isinstance(v, str):
+            if self.version_first is None:
+                self.version_first = v
+            self.version_last = v
+
+    def _title(self, kind: str, text: Any, rec: dict[str, Any]) -> None:
+        if isinstance(text, str) and text.strip():
+            self.texts.append(TextUnit(kind, redact(text), rec.get("timestamp"), self._turn_index()))
+
+    def _turn_index(self) -> int | None:
+        return self.cur.index if self.cur is not None else None
+
+    def _start_turn(self, prompt: str | None, ts: str | None, slash: bool) -> Turn:
+        self._finish_turn()
+        index = 0 if prompt is None else (self.turns[-1].index + 1 if self.turns else 1)
+        if prompt is not None and index == 0:
+            index = 1
+        turn = Turn(index=index, prompt=None if prompt is None else redact(prompt), started_at=ts,
+                    is_slash_command=slash, ended_at=ts)
+        self.turns.append(turn)
+        self.cur = turn
+        self.cur_msg_seq = {}
+        self.cur_msg_calls = {}
+        self.cur_usage = {}
+        return turn
+
+    def _finish_turn(self) -> None:
+        """Fold per-response usage into the turn: each API response counts once."""
+        t = self.cur
+        if t is None:
+            return
+        m = t.metrics
+        m.input_tokens = m.output_tokens = m.cache_read_tokens = m.cache_creation_tokens = 0
+        for u in self.cur_usage.values():
+            m.input_tokens += u.get("input_tokens", 0)
+            m.output_tokens += u.get("output_tokens", 0)
+            m.cache_read_tokens += u.get("cache_read_input_tokens", 0)
+            m.cache_creation_tokens += u.get("cache_creation_input_tokens", 0)
+        m.api_calls = len(self.cur_usage)
+
+    # ------------------------------------------------------------------ user lines
+    def _user(self, rec: dict[str, Any]) -> None:
+        msg = _message(rec)
+        content = msg.get("content")
+        ts = rec.get("timestamp")
+        if rec.get("isCompactSummary"):
+            text = _text_of(content)
+            if text.strip():
+                self.texts.append(TextUnit("compact_summary", redact(text[:MAX_TEXT_CHARS]), ts, self._turn_index()))
+            if self.cur is not None:
+                self.cur.compacted = True
+            return
+        starts, prompt, slash = is_human_prompt(rec, content)
+        if starts:
+            self._start_turn(prompt, ts if isinstance(ts, str) else None, slash)
+            return
+        if isinstance(content, list):
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            tur = rec.get("toolUseResult")
+            for b in results:
+                self._result(b, tur if len(results) == 1 else None, ts)
+        if self.cur is not None and isinstance(content, str) and content.lstrip().startswith("[Request interrupted"):
+            self.cur.interrupted = True
+        elif self.cur is not None and isinstance(content, list):
+            if any(isinstance(b, dict) and str(b.get("text", "")).startswith("[Request interrupted") for b in content):
+                self.cur.interrupted = True
+
+    def _result(self, block: dict[str, Any], tur: Any, ts: Any) -> None:
+        inv = self.pending.get(str(block.get("tool_use_id")))
+        if inv is None:
+            return
+        inv.has_result = True
+        inv.is_error = block.get("is_error") is True
+        inv.result_timestamp = ts if isinstance(ts, str) else None
+        text = _result_text(block.get("content"))
+        inv.result_brief = redact(_short(text, BRIEF_RESULT_CHARS))
+        if isinstance(tur, dict):
+            if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentId"), str):
+                inv.agent_id = tur["agentId"]
+            if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentType"), str) and not inv.subagent_type:
+                inv.subagent_type = tur["agentType"]
+            if not inv.is_error and (inv.tool_name in EDIT_TOOLS or inv.tool_name in WRITE_TOOLS):
+                if tur.get("type") == "create":
+                    body = tur.get("content")
+                    inv.lines_added = len(body.splitlines()) if isinstance(body, str) else 0
+                    inv.lines_removed = 0
+                    inv.file_created = True
+                else:
+                    inv.lines_added, inv.lines_removed = _patch_counts(tur.get("structuredPatch"))
+        elif isinstance(tur, list) and inv.tool_name in AGENT_TOOLS:
+            pass  # 1.0.x Task results carry no agentId; inline linking handles them
+        if inv.is_error:
+            inv.lines_added = inv.lines_removed = 0
+        # The result is settled; drop it from the join table only once the turn is known complete.
+
+    # ------------------------------------------------------------------ assistant lines
+    def _assistant(self, rec: dict[str, Any]) -> None:
+        msg = _message(rec)
+        if self.cur is None:
+            self._start_turn(None, rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None, False)
+        turn = self.cur
+        assert turn is not None
+        mid = msg.get("id") if isinstance(msg.get("id"), str) else rec.get("requestId") or rec.get("uuid") or ""
+        mid = str(mid)
+        model = msg.get("model")
+        if isinstance(model, str) and model not in turn.models and model != "<synthetic>":
+            turn.models.append(model)
+            if model not in self.models:
+                self.models.append(model)
+        usage = msg.get("usage")
+        if isinstance(usage, dict) and model != "<synthetic>":
+            self.cur_usage[mid] = {k: v for k, v in usage.items() if isinstance(v, int)}
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        for b in _blocks(msg.get("content")):
+            bt = b.get("type")
+            if bt == "text" and isinstance(b.get("text"), str) and b["text"].strip():
+                text = redact(b["text"][:MAX_TEXT_CHARS])
+                turn.assistant_text = text
+                self.last_assistant_text = text
+            elif bt == "tool_use":
+                self._tool_use(turn, b, mid, ts)
+
+    def _tool_use(self, turn: Turn, b: dict[str, Any], mid: str, ts: str | None) -> None:
+        if mid not in self.cur_msg_seq:
+            self.cur_msg_seq[mid] = len(self.cur_msg_seq)
+            self.cur_msg_calls[mid] = 0
+        self.cur_msg_calls[mid] += 1
+        name = str(b.get("name") or "?")
+        inp = b.get("input") if isinstance(b.get("input"), dict) else {}
+        inv = Invocation(tool_name=name, tool_use_id=str(b.get("id") or ""), sequence=self.cur_msg_seq[mid],
+                         position=self.cur_msg_calls[mid], message_id=mid, timestamp=ts,
+                         input_brief=_brief_input(inp))
+        fp = inp.get("file_path") or inp.get("notebook_path")
+        if isinstance(fp, str):
+            inv.file_path = redact(fp)
+        if name == "Bash" and isinstance(inp.get("command"), str):
+            inv.command = redact(inp["command"])
+        if isinstance(inp.get("description"), str):
+            inv.description = redact(_short(inp["description"], 300))
+        if name in AGENT_TOOLS and isinstance(inp.get("subagent_type"), str):
+            inv.subagent_type = inp["subagent_type"]
+        if name == "ExitPlanMode" and isinstance(inp.get("plan"), str) and inp["plan"].strip():
+            self.exit_plan = redact(inp["plan"][:MAX_TEXT_CHARS])
+        if name == "Write" and isinstance(inp.get("content"), str):
+            # A Write whose result lacks a patch (1.0/2.0) is settled from the result's type.
+            pass
+        turn.invocations.append(inv)
+        if inv.tool_use_id:
+            self.pending[inv.tool_use_id] = inv
+
+    # ------------------------------------------------------------------ system lines
+    def _system(self, rec: dict[str, Any]) -> None:
+        sub = rec.get("subtype")
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if sub == "turn_duration":
+            d = rec.get("durationMs")
+            if self.cur is not None and isinstance(d, (int, float)):
+                self.cur.duration_ms = int(d)
+                self.cur.duration_source = "turn_duration"
+        elif sub == "compact_boundary":
+            if self.cur is not None:
+                self.cur.compacted = True
+        elif sub == "away_summary":
+            text = rec.get("content")
+            if isinstance(text, str) and text.strip():
+                self.texts.append(TextUnit("recap", redact(text), ts, self._turn_index()))
+
+    # ------------------------------------------------------------------ inline subagents (1.0.x)
+    def _feed_inline(self, rec: dict[str, Any], rtype: str) -> None:
+        starts_new = rtype == "user" and rec.get("parentUuid") is None
+        if starts_new or self.inline_cur is None:
+            sub_builder = FileBuilder(self.rel_path, is_subagent_file=True)
+            task = self._unlinked_agent_call()
+            sub = Subagent(agent_id=None, layout="inline", file=self.rel_path,
+                           tool_use_id=task.tool_use_id if task else None,
+                           turn_index=self._turn_index(),
+                           agent_type=task.subagent_type if task else None,
+                           description=task.description if task else None)
+            self.inline.append((sub_builder, sub))
+            self.inline_cur = sub_builder
+        self.inline_cur.feed(rec)
+
+    def _unlinked_agent_call(self) -> Invocation | None:
+        """The oldest Task/Agent call of this turn that has no subagent and no result yet."""
+        if self.cur is None:
+            return None
+        linked = {s.tool_use_id for _, s in self.inline}
+        for inv in self.cur.invocations:
+            if inv.tool_name in AGENT_TOOLS and not inv.has_result and inv.tool_use_id not in linked:
+                return inv
+        return None
+
+    # ------------------------------------------------------------------ results
+    def finalize(self) -> list[Turn]:
+        """Settle usage, parallel groups and metrics of every turn; safe to call repeatedly."""
+        self._finish_turn()
+        for turn in self.turns:
+            compute_metrics(turn)
+            if turn.duration_source != "turn_duration":
+                turn.duration_ms = elapsed_ms(turn.started_at, turn.ended_at)
+                turn.duration_source = "timestamps" if turn.duration_ms is not None else None
+        return self.turns
+
+    def subagent_record(self, layout: str, meta: dict[str, Any] | None = None) -> Subagent:
+        """This (subagent) file as a Subagent: prompt, final report, its own tool use."""
+        self.finalize()
+        meta = meta or {}
+        first = next((t for t in self.turns if t.index >= 1), None)
+        sub = Subagent(agent_id=self.agent_id, layout=layout, file=self.rel_path,
+                       agent_type=meta.get("agentType") if isinstance(meta.get("agentType"), str) else None,
+                       description=meta.get("description") if isinstance(meta.get("description"), str) else None,
+                       prompt=first.prompt if first else None, summary_text=self.last_assistant_text,
+                       started_at=self.started_at, ended_at=self.ended_at, turns=self.turns)
+        fill_subagent_counts(sub)
+        sub.is_warmup = (first is not None and (first.prompt or "").strip() == "Warmup")
+        return sub
+
+
+def parse_ts(ts: str | None) -> datetime | None:
+    """An ISO-8601 timestamp as an aware datetime, or None."""
+    if not ts:
+        return None
+    try:
+        dt = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def elapsed_ms(start: str | None, end: str | None) -> int | None:
+    a, b = parse_ts(start), parse_ts(end)
+    if a is None or b is None:
+        return None
+    return max(0, int((b - a).total_seconds() * 1000))
+
+
+def fill_subagent_counts(sub: Subagent) -> None:
+    usage: dict[str, int] = {}
+    calls = errors = 0
+    for t in sub.turns:
+        for inv in t.invocations:
+            calls += 1
+            errors += inv.is_error
+            usage[inv.tool_name] = usage.get(inv.tool_name, 0) + 1
+    sub.tool_call_count, sub.tool_error_count, sub.tool_usage = calls, errors, usage
+
+
+def _uniq_append(items: list[str], value: str | None) -> None:
+    if value and value not in items:
+        items.append(value)
+
+
+def compute_metrics(turn: Turn) -> None:
+    """Parallel groups and the per-turn metrics from the invocations (DESIGN "Turn rules")."""
+    per_msg: dict[str, int] = {}
+    for inv in turn.invocations:
+        per_msg[inv.message_id] = per_msg.get(inv.message_id, 0) + 1
+    m = turn.metrics
+    m.tool_call_count = len(turn.invocations)
+    m.tool_error_count = 0
+    m.tool_usage = {}
+    m.files_read, m.files_written, m.files_modified, m.bash_commands = [], [], [], []
+    m.lines_added = m.lines_removed = m.bash_error_count = 0
+    for inv in turn.invocations:
+        inv.parallel_group = 0 if per_msg[inv.message_id] == 1 else inv.position
+        m.tool_usage[inv.tool_name] = m.tool_usage.get(inv.tool_name, 0) + 1
+        if inv.is_error:
+            m.tool_error_count += 1
+        else:
+            if inv.tool_name in READ_TOOLS:
+                _uniq_append(m.files_read, inv.file_path)
+            elif inv.tool_name in WRITE_TOOLS:
+                _uniq_append(m.files_written, inv.file_path)
+            elif inv.tool_name in EDIT_TOOLS:
+                _uniq_append(m.files_modified, inv.file_path)
+            if inv.tool_name in WRITE_TOOLS or inv.tool_name in EDIT_TOOLS:
+                m.lines_added += inv.lines_added
+                m.lines_removed += inv.lines_removed
+        if inv.tool_name == "Bash":
+            if inv.command is not None:
+                m.bash_commands.append(inv.command)
+            if inv.is_error:
+                m.bash_error_count += 1
