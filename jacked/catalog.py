@@ -10,7 +10,6 @@ from __future__ import annotations
 import pickle
 import sqlite3
 import time
-import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,15 +90,18 @@ class FileState:
 
 
 def dump_state(obj: Any) -> bytes:
-    """A builder's state for the catalog: pickled (our own trusted objects), compressed."""
-    return zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    """A builder's state for the catalog: pickled (our own trusted objects).
+
+    Not compressed: compressing cost more scan time than the disk it saved.
+    """
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def load_state(blob: bytes | None) -> Any:
     if not blob:
         return None
     try:
-        return pickle.loads(zlib.decompress(blob))
+        return pickle.loads(blob)
     except Exception:  # any unpickling problem means: re-read the file whole
         return None
 
@@ -162,12 +164,16 @@ class Catalog:
              st.parser_version, time.time()))
 
     # ------------------------------------------------------------------ sessions
-    def replace_session(self, s: Session, lines_skipped: int) -> None:
-        """Write a session's rows, replacing what was there (call inside a transaction)."""
+    def replace_session(self, s: Session, lines_skipped: int, known: bool = True) -> None:
+        """Write a session's rows, replacing what was there (call inside a transaction).
+
+        `known=False` promises the session has no rows yet, which saves the deletes.
+        """
         db = self.db
         sid = s.session_id
-        for table in ("sessions", "turns", "invocations", "subagents", "texts"):
-            db.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
+        if known:
+            for table in ("sessions", "turns", "invocations", "subagents", "texts"):
+                db.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
         main_turns = [t for t in s.turns]
         calls = sum(t.metrics.tool_call_count for t in main_turns)
         errors = sum(t.metrics.tool_error_count for t in main_turns)

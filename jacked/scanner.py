@@ -22,6 +22,7 @@ from jacked.transcript.reader import ReadResult, iter_records
 from jacked.transcript.turns import PARSER_VERSION, FileBuilder
 
 PROBE_BYTES = 4096
+BATCH_SECONDS = 0.5
 
 
 @dataclass
@@ -94,19 +95,26 @@ class Scanner:
         groups = discover(self.projects_dir, self._flat_parent)
         if only is not None:
             groups = [g for g in groups if only(g)]
-        for i, group in enumerate(groups):
-            try:
-                self.scan_group(group, report)
-            except OSError as e:
-                report.errors.append(f"{group.session_id}: {e.strerror or e}")
-            if progress:
-                progress(i + 1, len(groups))
+        done = 0
+        while done < len(groups):
+            # Several sessions per transaction (each still all-or-nothing): commits are costly.
+            batch_start = time.perf_counter()
+            with self.catalog.transaction():
+                while done < len(groups) and (time.perf_counter() - batch_start) < BATCH_SECONDS:
+                    group = groups[done]
+                    try:
+                        self.scan_group(group, report, in_transaction=True)
+                    except OSError as e:
+                        report.errors.append(f"{group.session_id}: {e.strerror or e}")
+                    done += 1
+                    if progress:
+                        progress(done, len(groups))
         totals = self.catalog.totals()
         report.sessions = totals["sessions"]
         report.seconds = time.perf_counter() - t0
         return report
 
-    def scan_group(self, group: SessionFiles, report: ScanReport) -> Session | None:
+    def scan_group(self, group: SessionFiles, report: ScanReport, in_transaction: bool = False) -> Session | None:
         """Scan one session's files; returns the session when it was (re)built."""
         stats: dict[Path, os.stat_result] = {}
         changed = False
@@ -141,10 +149,12 @@ class Scanner:
         skipped += session.lines_unknown
         session.lines_malformed = skipped - session.lines_unknown
         session.lines_skipped = skipped
-        with self.catalog.transaction():
-            for st in states:
-                self.catalog.save_file_state(st)
-            self.catalog.replace_session(session, skipped)
+        known = any(self.rel(p) in self.known for p in group.all_paths())
+        if in_transaction:
+            self._write(states, session, skipped, known)
+        else:
+            with self.catalog.transaction():
+                self._write(states, session, skipped, known)
         for st in states:
             st.state = None  # keep the in-memory index light
             self.known[st.path] = st
@@ -156,6 +166,11 @@ class Scanner:
         report.lines_unknown += session.lines_unknown
         report.lines_duplicate += session.lines_duplicate
         return session
+
+    def _write(self, states: list[FileState], session: Session, skipped: int, known: bool) -> None:
+        for st in states:
+            self.catalog.save_file_state(st)
+        self.catalog.replace_session(session, skipped, known)
 
     def _count_turns(self, group: SessionFiles, report: ScanReport) -> None:
         row = self.catalog.db.execute("SELECT turn_count, lines_skipped FROM sessions WHERE session_id = ?",
@@ -196,6 +211,7 @@ class Scanner:
         report.bytes_read += res.bytes_read
         report.lines_read += res.lines
         head, tail = _probe(path, res.end_offset)
+        builder.finalize()  # redacts what was captured: the stored state holds no secret
         parent = builder.session_id if kind == "subagent" and layout == "flat" else group.session_id
         state = FileState(
             path=rel, session_id=group.session_id, kind=kind, layout=layout, size=st.st_size,

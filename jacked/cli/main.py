@@ -11,8 +11,12 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
+
+try:  # typer >= 0.25 vendors its own click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_exc  # type: ignore[no-redef]
 
 from jacked.cli import history as history_cli
 from jacked.cli.common import STATE, CliError
@@ -54,12 +58,12 @@ def run() -> None:
     try:
         rv = app(standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         code = e.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("jacked: aborted", err=True)
         code = 1
-    except click.ClickException as e:
+    except click_exc.ClickException as e:
         # usage errors: one line, exit 1 (click's default would be 2 with a usage block)
         typer.echo(f"jacked: {e.format_message()}", err=True)
         code = 1

@@ -60,7 +60,7 @@ def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | Non
         return []
     for project in sorted(p for p in projects_dir.iterdir() if p.is_dir()):
         for entry in sorted(project.iterdir()):
-            if entry.is_file() and entry.suffix == ".jsonl":
+            if entry.suffix == ".jsonl" and not entry.is_dir():
                 if is_agent_file(entry):
                     parent = flat_parent(entry) if flat_parent else None
                     if parent is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from jacked.redact import redact
+from jacked.redact import redact_many
 from jacked.transcript.model import (
     AGENT_TOOLS,
     EDIT_TOOLS,
@@ -104,7 +104,7 @@ def _brief_input(inp: Any) -> str:
         raw = orjson.dumps(shrink(inp)).decode()
     except TypeError:
         raw = str(inp)
-    return redact(_short(raw, BRIEF_INPUT_CHARS))
+    return _short(raw, BRIEF_INPUT_CHARS)
 
 
 def _patch_counts(patch: Any) -> tuple[int, int]:
@@ -135,7 +135,7 @@ def is_human_prompt(rec: dict[str, Any], content: Any) -> tuple[bool, str, bool]
     elif not isinstance(content, str):
         return False, "", False
     text = _text_of(content)
-    if "<command-name>/" in text:
+    if "<command-name>" in text:
         return True, text, True
     stripped = text.lstrip()
     if stripped.startswith(NOT_PROMPT_PREFIXES):
@@ -181,6 +181,23 @@ class FileBuilder:
         # inline (1.0.x) sidechain subagents of a main file
         self.inline: list[tuple[FileBuilder, Subagent]] = []
         self.inline_cur: FileBuilder | None = None
+        # (object, attribute) whose text is still raw: redacted together, in one batch,
+        # by `finalize()` — before the state is ever stored or shown.
+        self._dirty: list[tuple[Any, str]] = []
+
+    def _add_text(self, unit: TextUnit) -> None:
+        self.texts.append(unit)
+        self._dirty.append((unit, "text"))
+
+    def _redact_pending(self) -> None:
+        """Redact every text captured since the last call, as one batch."""
+        pending = [(o, a) for o, a in self._dirty if isinstance(getattr(o, a), str)]
+        self._dirty = []
+        if not pending:
+            return
+        clean = redact_many([getattr(o, a) for o, a in pending])
+        for (o, a), text in zip(pending, clean):
+            setattr(o, a, text)
 
     # ------------------------------------------------------------------ feeding
     def feed(self, rec: dict[str, Any]) -> None:
@@ -209,7 +226,7 @@ class FileBuilder:
         elif rtype == "summary":
             text = rec.get("summary")
             if isinstance(text, str) and text.strip():
-                self.texts.append(TextUnit("summary_label", redact(text), None, None, rec.get("leafUuid")))
+                self._add_text(TextUnit("summary_label", text, None, None, rec.get("leafUuid")))
         elif rtype == "ai-title":
             self._title("ai_title", rec.get("aiTitle") or rec.get("title"), rec)
         elif rtype == "custom-title":
@@ -242,7 +259,7 @@ class FileBuilder:
 
     def _title(self, kind: str, text: Any, rec: dict[str, Any]) -> None:
         if isinstance(text, str) and text.strip():
-            self.texts.append(TextUnit(kind, redact(text), rec.get("timestamp"), self._turn_index()))
+            self._add_text(TextUnit(kind, text, rec.get("timestamp"), self._turn_index()))
 
     def _turn_index(self) -> int | None:
         return self.cur.index if self.cur is not None else None
@@ -252,8 +269,8 @@ class FileBuilder:
         index = 0 if prompt is None else (self.turns[-1].index + 1 if self.turns else 1)
         if prompt is not None and index == 0:
             index = 1
-        turn = Turn(index=index, prompt=None if prompt is None else redact(prompt), started_at=ts,
-                    is_slash_command=slash, ended_at=ts)
+        turn = Turn(index=index, prompt=prompt, started_at=ts, is_slash_command=slash, ended_at=ts)
+        self._dirty.append((turn, "prompt"))
         self.turns.append(turn)
         self.cur = turn
         self.cur_msg_seq = {}
@@ -283,7 +300,7 @@ class FileBuilder:
         if rec.get("isCompactSummary"):
             text = _text_of(content)
             if text.strip():
-                self.texts.append(TextUnit("compact_summary", redact(text[:MAX_TEXT_CHARS]), ts, self._turn_index()))
+                self._add_text(TextUnit("compact_summary", text[:MAX_TEXT_CHARS], ts, self._turn_index()))
             if self.cur is not None:
                 self.cur.compacted = True
             return
@@ -310,7 +327,8 @@ class FileBuilder:
         inv.is_error = block.get("is_error") is True
         inv.result_timestamp = ts if isinstance(ts, str) else None
         text = _result_text(block.get("content"))
-        inv.result_brief = redact(_short(text, BRIEF_RESULT_CHARS))
+        inv.result_brief = _short(text, BRIEF_RESULT_CHARS)
+        self._dirty.append((inv, "result_brief"))
         if isinstance(tur, dict):
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentId"), str):
                 inv.agent_id = tur["agentId"]
@@ -351,9 +369,11 @@ class FileBuilder:
         for b in _blocks(msg.get("content")):
             bt = b.get("type")
             if bt == "text" and isinstance(b.get("text"), str) and b["text"].strip():
-                text = redact(b["text"][:MAX_TEXT_CHARS])
+                text = b["text"][:MAX_TEXT_CHARS]
                 turn.assistant_text = text
                 self.last_assistant_text = text
+                self._dirty.append((turn, "assistant_text"))
+                self._dirty.append((self, "last_assistant_text"))
             elif bt == "tool_use":
                 self._tool_use(turn, b, mid, ts)
 
@@ -369,18 +389,20 @@ class FileBuilder:
                          input_brief=_brief_input(inp))
         fp = inp.get("file_path") or inp.get("notebook_path")
         if isinstance(fp, str):
-            inv.file_path = redact(fp)
+            inv.file_path = fp
         if name == "Bash" and isinstance(inp.get("command"), str):
-            inv.command = redact(inp["command"])
+            inv.command = inp["command"]
         if isinstance(inp.get("description"), str):
-            inv.description = redact(_short(inp["description"], 300))
+            inv.description = _short(inp["description"], 300)
         if name in AGENT_TOOLS and isinstance(inp.get("subagent_type"), str):
             inv.subagent_type = inp["subagent_type"]
         if name == "ExitPlanMode" and isinstance(inp.get("plan"), str) and inp["plan"].strip():
-            self.exit_plan = redact(inp["plan"][:MAX_TEXT_CHARS])
+            self.exit_plan = inp["plan"][:MAX_TEXT_CHARS]
+            self._dirty.append((self, "exit_plan"))
         if name == "Write" and isinstance(inp.get("content"), str):
             # A Write whose result lacks a patch (1.0/2.0) is settled from the result's type.
             pass
+        self._dirty.extend([(inv, "input_brief"), (inv, "file_path"), (inv, "command"), (inv, "description")])
         turn.invocations.append(inv)
         if inv.tool_use_id:
             self.pending[inv.tool_use_id] = inv
@@ -400,19 +422,18 @@ class FileBuilder:
         elif sub == "away_summary":
             text = rec.get("content")
             if isinstance(text, str) and text.strip():
-                self.texts.append(TextUnit("recap", redact(text), ts, self._turn_index()))
+                self._add_text(TextUnit("recap", text, ts, self._turn_index()))
 
     # ------------------------------------------------------------------ inline subagents (1.0.x)
     def _feed_inline(self, rec: dict[str, Any], rtype: str) -> None:
-        starts_new = rtype == "user" and rec.get("parentUuid") is None
+        starts_new = (rtype == "user" and rec.get("parentUuid") is None
+                      and is_human_prompt({}, _message(rec).get("content"))[0])
         if starts_new or self.inline_cur is None:
             sub_builder = FileBuilder(self.rel_path, is_subagent_file=True)
             task = self._unlinked_agent_call()
+            # type and description are filled in when linking, from the (redacted) call
             sub = Subagent(agent_id=None, layout="inline", file=self.rel_path,
-                           tool_use_id=task.tool_use_id if task else None,
-                           turn_index=self._turn_index(),
-                           agent_type=task.subagent_type if task else None,
-                           description=task.description if task else None)
+                           tool_use_id=task.tool_use_id if task else None, turn_index=self._turn_index())
             self.inline.append((sub_builder, sub))
             self.inline_cur = sub_builder
         self.inline_cur.feed(rec)
@@ -429,7 +450,13 @@ class FileBuilder:
 
     # ------------------------------------------------------------------ results
     def finalize(self) -> list[Turn]:
-        """Settle usage, parallel groups and metrics of every turn; safe to call repeatedly."""
+        """Redact, then settle usage, parallel groups and metrics of every turn.
+
+        Safe to call repeatedly; feeding may go on afterwards (a grown file).
+        """
+        self._redact_pending()
+        for sub_builder, _ in self.inline:
+            sub_builder.finalize()
         self._finish_turn()
         for turn in self.turns:
             compute_metrics(turn)

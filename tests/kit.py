@@ -1,0 +1,106 @@
+"""Small builders of Claude Code transcript records for focused tests.
+
+They write the shapes real files use (one content block per assistant line, lines of one
+API response sharing `message.id`), so each turn rule can be tested with a case of its own.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from jacked.catalog import Catalog
+from jacked.history import turns_json
+from jacked.scanner import Scanner, ScanReport
+from jacked.transcript.discover import SessionFiles
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code"
+REAL = FIXTURES / "real"
+SID = "11111111-2222-4333-8444-555555555555"
+_counter = itertools.count(1)
+
+
+def uid() -> str:
+    return f"00000000-0000-4000-8000-{next(_counter):012d}"
+
+
+def ts(sec: int) -> str:
+    return f"2026-03-01T10:{sec // 60:02d}:{sec % 60:02d}.000Z"
+
+
+def base(t: int = 0, **extra: Any) -> dict[str, Any]:
+    rec = {"sessionId": SID, "cwd": "/home/dev/projects/demo", "version": "2.1.42", "gitBranch": "main",
+           "isSidechain": False, "userType": "external", "timestamp": ts(t), "uuid": uid()}
+    rec.update(extra)
+    return rec
+
+
+def prompt(text: Any, t: int = 0, **extra: Any) -> dict[str, Any]:
+    return base(t, type="user", message={"role": "user", "content": text}, **extra)
+
+
+def assistant(msg_id: str, block: dict[str, Any], t: int = 0, usage: dict[str, int] | None = None,
+              **extra: Any) -> dict[str, Any]:
+    msg = {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-test", "content": [block]}
+    if usage is not None:
+        msg["usage"] = usage
+    return base(t, type="assistant", requestId="req_" + msg_id, message=msg, **extra)
+
+
+def text(s: str) -> dict[str, Any]:
+    return {"type": "text", "text": s}
+
+
+def tool_use(tool_id: str, name: str, **inp: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": inp}
+
+
+def result(tool_id: str, content: Any = "ok", is_error: bool | None = None, t: int = 0,
+           tur: Any = None, **extra: Any) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": content}
+    if is_error is not None:
+        block["is_error"] = is_error
+    rec = base(t, type="user", message={"role": "user", "content": [block]}, **extra)
+    if tur is not None:
+        rec["toolUseResult"] = tur
+    return rec
+
+
+def system(subtype: str, t: int = 0, **extra: Any) -> dict[str, Any]:
+    return base(t, type="system", subtype=subtype, **extra)
+
+
+def write_jsonl(path: Path, records: list[Any]) -> Path:
+    """Records as JSONL; a str item is written as a raw line (for malformed-line cases)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        for r in records:
+            fh.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+    return path
+
+
+def claude_dir_with(tmp: Path, records: list[Any], sid: str = SID, project: str = "-home-dev-projects-demo") -> Path:
+    """A Claude directory holding one session made of `records`."""
+    write_jsonl(tmp / "projects" / project / f"{sid}.jsonl", records)
+    return tmp
+
+
+def session_of(tmp: Path, records: list[Any]) -> dict[str, Any]:
+    """`turns --json` of a one-session Claude directory built from `records`."""
+    claude = claude_dir_with(tmp / "claude", records)
+    catalog = Catalog(tmp / "home" / "catalog.db")
+    Scanner(catalog, claude).scan()
+    data = turns_json(catalog, SID)
+    data["row"] = catalog.get_session_row(SID)
+    return data
+
+
+def scan_group(catalog: Catalog, claude: Path, group: SessionFiles) -> ScanReport:
+    report = ScanReport()
+    Scanner(catalog, claude).scan_group(group, report)
+    return report
+
+
+def inv_tuples(turn: dict[str, Any]) -> list[tuple[str, int, int, bool]]:
+    return [(i["tool_name"], i["sequence"], i["parallel_group"], i["is_error"]) for i in turn["invocations"]]

@@ -1,0 +1,111 @@
+"""Incremental scanning: unchanged files are not opened, grown files resume, rewritten files re-read."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from kit import SID, assistant, claude_dir_with, prompt, result, text, tool_use
+
+from jacked.catalog import Catalog
+from jacked.history import turns_json
+from jacked.scanner import Scanner
+
+
+def _scan(cat: Catalog, claude: Path):
+    return Scanner(cat, claude).scan()
+
+
+def _session_file(claude: Path) -> Path:
+    return next((claude / "projects").rglob(f"{SID}.jsonl"))
+
+
+def test_rescan_opens_nothing_when_unchanged(tmp_path: Path) -> None:
+    claude = claude_dir_with(tmp_path / "c", [prompt("one"), assistant("m1", text("a"))])
+    cat = Catalog(tmp_path / "h" / "catalog.db")
+    first = _scan(cat, claude)
+    assert (first.sessions_scanned, first.files_opened) == (1, 1)
+    second = _scan(Catalog(tmp_path / "h" / "catalog.db"), claude)
+    assert (second.sessions_scanned, second.sessions_unchanged, second.files_opened, second.bytes_read) == (0, 1, 0, 0)
+    assert second.turns == 1
+
+
+def test_grown_file_is_resumed_from_last_complete_line(tmp_path: Path) -> None:
+    claude = claude_dir_with(tmp_path / "c", [prompt("one"), assistant("m1", tool_use("t1", "Bash", command="ls"))])
+    f = _session_file(claude)
+    cat = Catalog(tmp_path / "catalog.db")
+    _scan(cat, claude)
+    size_before = f.stat().st_size
+    with f.open("a") as fh:  # the result of the earlier call arrives, then a new turn
+        fh.write(json.dumps(result("t1", "Exit code 1", is_error=True)) + "\n")
+        fh.write(json.dumps(prompt("two")) + "\n")
+    report = _scan(cat, claude)
+    assert report.files_resumed == 1
+    assert report.bytes_read == f.stat().st_size - size_before
+    turns = turns_json(cat, SID)["turns"]
+    assert [t["prompt"] for t in turns] == ["one", "two"]
+    assert turns[0]["invocations"][0]["is_error"] is True  # joined across the two reads
+
+
+def test_partial_last_line_is_completed_later(tmp_path: Path) -> None:
+    claude = claude_dir_with(tmp_path / "c", [prompt("one")])
+    f = _session_file(claude)
+    line = json.dumps(prompt("two"))
+    with f.open("a") as fh:
+        fh.write(line[:20])
+    cat = Catalog(tmp_path / "catalog.db")
+    r1 = _scan(cat, claude)
+    assert r1.lines_skipped == 1 and cat.get_session_row(SID)["turn_count"] == 1
+    with f.open("a") as fh:
+        fh.write(line[20:] + "\n")
+    r2 = _scan(cat, claude)
+    assert r2.files_resumed == 1 and r2.lines_skipped == 0
+    assert cat.get_session_row(SID)["turn_count"] == 2
+
+
+def test_shrunk_or_rewritten_file_is_read_whole(tmp_path: Path) -> None:
+    claude = claude_dir_with(tmp_path / "c", [prompt("one"), prompt("two"), prompt("three")])
+    f = _session_file(claude)
+    cat = Catalog(tmp_path / "catalog.db")
+    _scan(cat, claude)
+    f.write_text(json.dumps(prompt("only")) + "\n")
+    r = _scan(cat, claude)
+    assert r.files_opened == 1 and r.files_resumed == 0
+    assert [t["prompt"] for t in turns_json(cat, SID)["turns"]] == ["only"]
+    # same size, earlier bytes changed: must be re-read whole, not resumed
+    data = f.read_bytes().replace(b"only", b"ONLY")
+    f.write_bytes(data)
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10_000_000))
+    f.write_bytes(data + json.dumps(prompt("more")).encode() + b"\n")
+    r = _scan(cat, claude)
+    assert r.files_resumed == 0
+    assert [t["prompt"] for t in turns_json(cat, SID)["turns"]] == ["ONLY", "more"]
+
+
+def test_resumed_scan_equals_fresh_scan(tmp_path: Path) -> None:
+    """Appending line by line and rescanning each time ends where one whole read ends."""
+    records = [prompt("one", t=1), assistant("m1", text("x"), t=2), assistant("m1", tool_use("a", "Read", file_path="/a"), t=3),
+               assistant("m1", tool_use("b", "Read", file_path="/b"), t=4), result("a", t=5), result("b", t=6),
+               prompt("two", t=7), assistant("m2", tool_use("c", "Edit", file_path="/a"), t=8),
+               result("c", t=9, tur={"structuredPatch": [{"lines": ["+x", "-y"]}]})]
+    claude = claude_dir_with(tmp_path / "c", records[:1])
+    f = _session_file(claude)
+    cat = Catalog(tmp_path / "inc.db")
+    _scan(cat, claude)
+    for rec in records[1:]:
+        with f.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        _scan(cat, claude)
+    fresh = Catalog(tmp_path / "fresh.db")
+    _scan(fresh, claude)
+    assert turns_json(cat, SID) == turns_json(fresh, SID)
+
+
+def test_unreadable_file_is_reported_not_fatal(tmp_path: Path) -> None:
+    claude = claude_dir_with(tmp_path / "c", [prompt("one")])
+    other = claude / "projects" / "-q" / "22222222-2222-4222-8222-222222222222.jsonl"
+    other.parent.mkdir(parents=True)
+    other.symlink_to(tmp_path / "missing-target.jsonl")
+    cat = Catalog(tmp_path / "catalog.db")
+    report = _scan(cat, claude)
+    assert len(report.errors) == 1 and cat.get_session_row(SID) is not None
