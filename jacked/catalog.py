@@ -20,7 +20,7 @@ import orjson
 
 from jacked.transcript.model import Session, Turn
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     slug TEXT, version_first TEXT, version_last TEXT, started_at TEXT, ended_at TEXT, turn_count INTEGER,
     title TEXT, first_prompt TEXT, plan TEXT, plan_source TEXT, models TEXT, tool_call_count INTEGER,
     tool_error_count INTEGER, input_tokens INTEGER, output_tokens INTEGER, lines INTEGER,
-    lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL
+    lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL,
+    content_seq INTEGER, user_name TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_repo ON sessions(repo_name);
 CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
@@ -63,9 +64,19 @@ CREATE TABLE IF NOT EXISTS texts (
     session_id TEXT, kind TEXT, ord INTEGER, text TEXT, timestamp TEXT, turn_index INTEGER, leaf_uuid TEXT
 );
 CREATE INDEX IF NOT EXISTS texts_session ON texts(session_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);
+CREATE TABLE IF NOT EXISTS index_points (
+    point_id TEXT PRIMARY KEY, session_id TEXT, content_type TEXT, content_hash TEXT, user_name TEXT
+);
+CREATE INDEX IF NOT EXISTS index_points_session ON index_points(session_id);
+CREATE TABLE IF NOT EXISTS index_sessions (
+    session_id TEXT, user_name TEXT, indexed_seq INTEGER, dirty INTEGER, PRIMARY KEY (session_id, user_name)
+);
+CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB);
 """
 
-DERIVED_TABLES = ("files", "sessions", "turns", "invocations", "subagents", "texts")
+DERIVED_TABLES = ("files", "sessions", "turns", "invocations", "subagents", "texts", "meta", "index_points",
+                  "index_sessions", "embed_cache")
 
 
 @dataclass(slots=True)
@@ -164,7 +175,14 @@ class Catalog:
              st.parser_version, time.time()))
 
     # ------------------------------------------------------------------ sessions
-    def replace_session(self, s: Session, lines_skipped: int, known: bool = True) -> None:
+    def next_seq(self) -> int:
+        """A catalog-wide increasing number: marks each rewrite of a session's rows."""
+        self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('seq', 0)")
+        self.db.execute("UPDATE meta SET value = value + 1 WHERE key = 'seq'")
+        return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+
+    def replace_session(self, s: Session, lines_skipped: int, known: bool = True,
+                        user_name: str | None = None) -> None:
         """Write a session's rows, replacing what was there (call inside a transaction).
 
         `known=False` promises the session has no rows yet, which saves the deletes.
@@ -181,11 +199,12 @@ class Catalog:
                   for t in main_turns)
         tout = sum(t.metrics.output_tokens for t in main_turns)
         db.execute(
-            "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (sid, s.file, s.project_dir, s.cwd, s.repo_name, s.git_branch, s.slug, s.version_first,
              s.version_last, s.started_at, s.ended_at, len(s.turns), s.title, s.first_prompt, s.plan,
              s.plan_source, orjson.dumps(s.models).decode(), calls, errors, tin, tout, s.lines, lines_skipped,
-             sum(1 for a in s.subagents if not a.is_warmup), 1 if s.file else 0, time.time()))
+             sum(1 for a in s.subagents if not a.is_warmup), 1 if s.file else 0, time.time(), self.next_seq(),
+             user_name))
         self._insert_turns(sid, "", s.turns)
         for i, a in enumerate(s.subagents):
             owner = a.agent_id or f"inline-{i}"

@@ -50,13 +50,7 @@ def resolve_session(catalog: Catalog, ref: str, claude_dir: Path | None = None) 
         return ref
     path = Path(ref).expanduser()
     if path.suffix == ".jsonl" or path.exists():
-        candidates = [str(path)]
-        if claude_dir is not None:
-            try:
-                candidates.append(str(path.resolve().relative_to(claude_dir.resolve())))
-            except (ValueError, OSError):
-                pass
-        for c in candidates:
+        for c in (str(path.absolute()), str(path.resolve())):
             sid = catalog.session_for_file(c)
             if sid:
                 return sid

@@ -43,6 +43,7 @@ class ScanReport:
     lines_duplicate: int = 0
     errors: list[str] = field(default_factory=list)
     changed_session_ids: list[str] = field(default_factory=list)
+    session_ids: list[str] = field(default_factory=list)  # every session seen, changed or not
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -70,18 +71,17 @@ def _probe(path: Path, offset: int) -> tuple[str, str]:
 class Scanner:
     """Brings the catalog up to date with a Claude directory."""
 
-    def __init__(self, catalog: Catalog, claude_dir: Path) -> None:
+    def __init__(self, catalog: Catalog, claude_dir: Path, user_name: str | None = None) -> None:
         self.catalog = catalog
+        self.user_name = user_name
         self.claude_dir = claude_dir
         self.projects_dir = claude_dir / "projects"
         self.plans_dir = claude_dir / "plans"
         self.known = catalog.file_states()
 
     def rel(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.claude_dir))
-        except ValueError:
-            return str(path)
+        """The catalog key of a file: its absolute path (one catalog may serve several Claude dirs)."""
+        return str(path.absolute())
 
     def _flat_parent(self, path: Path) -> str | None:
         st = self.known.get(self.rel(path))
@@ -95,6 +95,7 @@ class Scanner:
         groups = discover(self.projects_dir, self._flat_parent)
         if only is not None:
             groups = [g for g in groups if only(g)]
+        report.session_ids = [g.session_id for g in groups]
         done = 0
         while done < len(groups):
             # Several sessions per transaction (each still all-or-nothing): commits are costly.
@@ -170,7 +171,7 @@ class Scanner:
     def _write(self, states: list[FileState], session: Session, skipped: int, known: bool) -> None:
         for st in states:
             self.catalog.save_file_state(st)
-        self.catalog.replace_session(session, skipped, known)
+        self.catalog.replace_session(session, skipped, known, self.user_name)
 
     def _count_turns(self, group: SessionFiles, report: ScanReport) -> None:
         row = self.catalog.db.execute("SELECT turn_count, lines_skipped FROM sessions WHERE session_id = ?",
@@ -222,6 +223,7 @@ class Scanner:
         return builder, state
 
 
-def scan(catalog: Catalog, claude_dir: Path, progress: Callable[[int, int], None] | None = None) -> ScanReport:
+def scan(catalog: Catalog, claude_dir: Path, progress: Callable[[int, int], None] | None = None,
+         user_name: str | None = None) -> ScanReport:
     """Bring `catalog` up to date with every session under `claude_dir`."""
-    return Scanner(catalog, claude_dir).scan(progress)
+    return Scanner(catalog, claude_dir, user_name).scan(progress)

@@ -19,6 +19,8 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exc  # type: ignore[no-redef]
 
 from jacked.cli import history as history_cli
+from jacked.cli import index as index_cli
+from jacked.cli import search as search_cli
 from jacked.cli.common import STATE, CliError
 
 app = typer.Typer(
@@ -41,14 +43,21 @@ def main(
 
 
 history_cli.register(app)
+index_cli.register(app)
+search_cli.register(app)
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
     """Exception types that mean "the user's input or setup is wrong", not a bug."""
     from jacked.config import ConfigError
+    from jacked.embed import EmbedError
     from jacked.history import SessionNotFound
+    from jacked.search import SearchError
+    from jacked.store import StoreError
+    from jacked.timeutil import TimeParseError
 
-    return (CliError, ConfigError, SessionNotFound, sqlite3.DatabaseError, OSError)
+    return (CliError, ConfigError, SessionNotFound, SearchError, StoreError, EmbedError, TimeParseError,
+            sqlite3.DatabaseError, OSError)
 
 
 def run() -> None:

@@ -7,12 +7,12 @@ The rules are DESIGN.md's "Turn rules"; each branch below names the rule it foll
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 
 from jacked.redact import redact_many
+from jacked.timeutil import parse_ts
 from jacked.transcript.model import (
     AGENT_TOOLS,
     EDIT_TOOLS,
@@ -478,17 +478,6 @@ class FileBuilder:
         fill_subagent_counts(sub)
         sub.is_warmup = (first is not None and (first.prompt or "").strip() == "Warmup")
         return sub
-
-
-def parse_ts(ts: str | None) -> datetime | None:
-    """An ISO-8601 timestamp as an aware datetime, or None."""
-    if not ts:
-        return None
-    try:
-        dt = datetime.fromisoformat(ts)
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
 def elapsed_ms(start: str | None, end: str | None) -> int | None:

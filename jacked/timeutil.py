@@ -1,0 +1,71 @@
+"""Times as people read them: relative ages ("3 days ago") and `--since` values ("2w", "2026-01-01")."""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def parse_ts(ts: str | None) -> datetime | None:
+    """An ISO-8601 timestamp as an aware datetime (UTC when it names no zone), or None."""
+    if not ts:
+        return None
+    try:
+        dt = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def relative_age(ts: str | datetime | None, now: datetime | None = None) -> str:
+    """"just now", "5 minutes ago", "3 days ago", "2 months ago"; "unknown" without a time."""
+    dt = parse_ts(ts) if isinstance(ts, str) or ts is None else ts
+    if dt is None:
+        return "unknown"
+    seconds = ((now or now_utc()) - dt).total_seconds()
+    if seconds < 0:
+        return "in the future"
+    for limit, unit, size in ((60, "second", 1), (3600, "minute", 60), (86400, "hour", 3600),
+                              (86400 * 14, "day", 86400), (86400 * 60, "week", 86400 * 7),
+                              (86400 * 365 * 2, "month", 86400 * 30), (float("inf"), "year", 86400 * 365)):
+        if seconds < limit:
+            n = int(seconds // size)
+            if unit == "second":
+                return "just now" if n < 30 else f"{n} seconds ago"
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return "long ago"
+
+
+def age_days(ts: str | None, now: datetime | None = None) -> float | None:
+    dt = parse_ts(ts)
+    if dt is None:
+        return None
+    return ((now or now_utc()) - dt).total_seconds() / 86400
+
+
+_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(h|d|w|m|y)\s*$", re.I)
+_UNITS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
+
+
+class TimeParseError(ValueError):
+    """A `--since` value that is neither a duration nor a date."""
+
+
+def parse_since(value: str, now: datetime | None = None) -> datetime:
+    """`7d`, `2w`, `3m`, `1y`, `12h`, `today`, `yesterday` or an ISO date/time → a UTC datetime."""
+    now = now or now_utc()
+    v = value.strip().lower()
+    if v == "today":
+        return now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if v == "yesterday":
+        return now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    m = _SINCE.match(v)
+    if m:
+        return now - timedelta(days=float(m.group(1)) * _UNITS[m.group(2)])
+    dt = parse_ts(value.strip())
+    if dt is None:
+        raise TimeParseError(f"cannot read --since {value!r}: use e.g. 7d, 2w, 3m, 1y or a date like 2026-01-31")
+    return dt

@@ -1,0 +1,129 @@
+"""jacked.embed: the offline dense model and the BM25 encoder, with the real model."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from jacked.embed import (
+    DEFAULT_MODEL,
+    DenseEmbedder,
+    EmbedError,
+    SparseEmbedder,
+    SparseVector,
+    get_dense_embedder,
+    prepare_default_model_dir,
+)
+
+
+def cos(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b)) / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+def test_import_is_cheap() -> None:
+    code = (
+        "import sys, jacked.embed, jacked.store\n"
+        "heavy = [m for m in ('fastembed', 'onnxruntime', 'tokenizers', 'qdrant_edge', 'qdrant_client', 'numpy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_default_model_shape_and_sense(dense_embedder: DenseEmbedder) -> None:
+    assert dense_embedder.model_name == DEFAULT_MODEL
+    assert dense_embedder.dims == 384
+    docs = dense_embedder.embed_documents([
+        "How do I fix the failing database migration?",
+        "I like bananas and sunny beaches.",
+    ])
+    query = dense_embedder.embed_query("The schema migration broke; how can I repair it?")
+    assert all(len(v) == 384 and isinstance(v, list) and isinstance(v[0], float) for v in docs + [query])
+    assert abs(math.sqrt(sum(x * x for x in query)) - 1.0) < 1e-3  # normalised
+    paraphrase, unrelated = cos(query, docs[0]), cos(query, docs[1])
+    assert paraphrase > 0.5 > unrelated + 0.3
+
+
+def test_batching_keeps_order_and_values(dense_embedder: DenseEmbedder) -> None:
+    # Mixed lengths: batches are formed by length, results must come back in input order.
+    texts = ["short one", "x" * 10, "a much longer text about qdrant shards and write-ahead logs " * 6,
+             "medium length text about embeddings", ""]
+    batched = dense_embedder.embed_documents(texts, batch_size=2)
+    for text, vec in zip(texts, batched):
+        alone = dense_embedder.embed_query(text)
+        assert cos(vec, alone) > 0.9999
+    assert dense_embedder.embed_documents([]) == []
+
+
+def test_count_tokens_and_window(dense_embedder: DenseEmbedder) -> None:
+    assert dense_embedder.count_tokens("hello world") == 2  # no [CLS]/[SEP]
+    assert dense_embedder.count_tokens("") == 0
+    assert dense_embedder.count_tokens("word " * 300) == 300  # not capped at the window
+    assert dense_embedder.count_tokens_batch(["hello world", "hello"]) == [2, 1]
+    assert dense_embedder.window == 256
+    assert dense_embedder.max_tokens == 254
+    # A text of exactly max_tokens pieces is embedded whole: anything appended is cut off.
+    fits = "alpha " * dense_embedder.max_tokens
+    assert dense_embedder.count_tokens(fits) == dense_embedder.max_tokens
+    assert cos(dense_embedder.embed_query(fits), dense_embedder.embed_query(fits + " zebra giraffe")) > 0.99999
+    # One piece shorter, and the appended word does count.
+    shorter = "alpha " * (dense_embedder.max_tokens - 1)
+    assert cos(dense_embedder.embed_query(shorter), dense_embedder.embed_query(shorter + " zebra")) < 0.9999
+
+
+def test_model_dir_assembled_once_and_atomically(tmp_path: Path) -> None:
+    # Eight concurrent preparers: one wins the rename, everyone gets a complete folder,
+    # no temporary folder is left behind.
+    with ThreadPoolExecutor(8) as pool:
+        dirs = list(pool.map(lambda _: prepare_default_model_dir(tmp_path), range(8)))
+    assert len(set(dirs)) == 1
+    folder = dirs[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]
+    for name in ("model.onnx", "tokenizer.json", "config.json", "tokenizer_config.json", "special_tokens_map.json"):
+        assert (folder / name).exists(), name
+    assert '"model_max_length": 256' in (folder / "tokenizer_config.json").read_text()
+    assert prepare_default_model_dir(tmp_path) == folder
+
+
+def test_process_cache_returns_one_instance(dense_embedder: DenseEmbedder) -> None:
+    assert get_dense_embedder() is dense_embedder
+    assert get_dense_embedder(DEFAULT_MODEL) is dense_embedder
+
+
+def test_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
+    emb = DenseEmbedder("nobody/no-such-model", cache_dir=tmp_path)
+    with pytest.raises(EmbedError, match="unknown embedding model"):
+        _ = emb.dims
+    with pytest.raises(EmbedError):
+        emb.embed_query("hi")
+
+
+def test_count_tokens_does_not_load_onnx(tmp_path: Path) -> None:
+    emb = DenseEmbedder(cache_dir=tmp_path, threads=1)
+    assert emb.count_tokens("hello world") == 2
+    assert not emb.is_loaded
+    assert emb.threads == 1
+
+
+def test_bm25_stems_and_drops_stopwords(sparse_embedder: SparseEmbedder) -> None:
+    doc, other = sparse_embedder.embed_documents(["The runner was running quickly to the server", "bananas"])
+    query = sparse_embedder.embed_query("run servers")
+    assert isinstance(doc, SparseVector) and len(doc.indices) == len(doc.values)
+    assert set(query.indices) <= set(doc.indices)  # run/running, server/servers stem together
+    assert not set(query.indices) & set(other.indices)
+    assert query.values == [1.0] * len(query.indices)
+    assert sparse_embedder.embed_query("the and of").is_empty  # stopwords only
+    assert sparse_embedder.embed_documents(["same text"]) == sparse_embedder.embed_documents(["same text"])
+    assert sparse_embedder.model_name == "bm25-english"
+
+
+def test_env_jacked_home_is_default_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JACKED_HOME", str(tmp_path / "home"))
+    emb = DenseEmbedder()
+    emb.count_tokens("x")  # assembles the folder without loading the model
+    assert any((tmp_path / "home" / "models").iterdir())
+    assert os.environ["JACKED_HOME"].endswith("home")
