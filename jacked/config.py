@@ -1,19 +1,104 @@
-"""Settings: where the Claude directory and jacked's data live, which backend and model to use.
+"""Settings: where the Claude directory and jacked's data live, which backend and
+model to use, and the search / retrieve knobs.
 
-Precedence: CLI flags > `<claude dir>/jacked.json` > environment (`JACKED_*`) > defaults.
+Precedence: CLI flags > `<claude dir>/jacked.json` > environment > defaults.
+
+* The Claude directory is `--claude-dir`, else `CLAUDE_CONFIG_DIR` (Claude Code's
+  own variable), else `~/.claude`. It cannot come from the file, which lives in it.
+* Environment: `JACKED_<KEY>` for every file key (`JACKED_BACKEND`,
+  `JACKED_HOME`, ...), plus `QDRANT_CLAUDE_SESSIONS_ENDPOINT` /
+  `QDRANT_CLAUDE_SESSIONS_API_KEY` (the variables of earlier jacked releases).
+* On first use, `load_settings` migrates the values of those variables into the
+  file (keys not already there; only when the Claude directory exists; a
+  read-only directory only earns a warning), so the file becomes the one place to
+  look. `JACKED_HOME` and `JACKED_USER_NAME` are not migrated: they are per-run
+  choices (tests and evaluations point several runs with different homes or users
+  at one Claude directory), and once in the file they would silently win.
+* The file is written with mode 0600 (it may hold `qdrant_api_key`), atomically
+  through a temp file and a rename; reading a file with broader permissions warns.
+
+Library functions for `jacked config`: `show_config`, `set_config_value`,
+`reset_config`, `config_path`.
 """
 from __future__ import annotations
 
 import getpass
+import json
+import math
 import os
 import socket
+import stat
 import subprocess
-from dataclasses import dataclass, field
+import sys
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, PrivateAttr, SecretStr, TypeAdapter, ValidationError, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+__all__ = [
+    "ConfigError", "Settings", "load_settings", "show_config", "set_config_value", "reset_config",
+    "config_path", "default_claude_dir", "default_user_name", "CONFIG_FILE_NAME", "FILE_KEYS",
+    "ENV_VARS", "SECRET_KEYS", "DEFAULT_EMBEDDING_MODEL",
+]
+
+CONFIG_FILE_NAME = "jacked.json"
+DEFAULT_EMBEDDING_MODEL = "jacked/all-MiniLM-L6-v2-int8"  # = jacked.embed.DEFAULT_MODEL (offline)
+
+# Keys allowed in jacked.json, in the order `show` lists them.
+FILE_KEYS: tuple[str, ...] = (
+    "backend", "qdrant_url", "qdrant_api_key", "embedding_model", "user_name", "teammate_weight",
+    "other_repo_weight", "time_decay_halflife_weeks", "token_safety_margin", "default_max_tokens",
+    "lock_timeout_s", "jacked_home",
+)
+SECRET_KEYS = frozenset({"qdrant_api_key"})
+# Names used by the seed's jacked.json; read as the new key when it is absent.
+LEGACY_KEYS = {"qdrant_endpoint": "qdrant_url", "max_context_tokens": "default_max_tokens"}
+
+# Environment variables per key, first found wins.
+ENV_VARS: dict[str, tuple[str, ...]] = {k: (f"JACKED_{k.upper()}",) for k in FILE_KEYS}
+ENV_VARS["jacked_home"] = ("JACKED_HOME",)
+ENV_VARS["qdrant_url"] = ("JACKED_QDRANT_URL", "QDRANT_CLAUDE_SESSIONS_ENDPOINT")
+ENV_VARS["qdrant_api_key"] = ("JACKED_QDRANT_API_KEY", "QDRANT_CLAUDE_SESSIONS_API_KEY")
+NOT_MIGRATED = frozenset({"jacked_home", "user_name"})
+
+# What each key accepts, for error messages.
+ALLOWED: dict[str, str] = {
+    "backend": "one of: edge, server",
+    "qdrant_url": "an http:// or https:// URL",
+    "qdrant_api_key": "a non-empty string",
+    "embedding_model": "a non-empty model name",
+    "user_name": "a non-empty name",
+    "teammate_weight": "a number from 0 to 1",
+    "other_repo_weight": "a number from 0 to 1",
+    "time_decay_halflife_weeks": "a number of weeks greater than 0",
+    "token_safety_margin": "a number from 0 to 1 (0.1 = count 10% more tokens)",
+    "default_max_tokens": "a whole number of tokens, at least 100",
+    "lock_timeout_s": "a number of seconds, 0 or more",
+    "jacked_home": "a directory path",
+    "claude_dir": "a directory path",
+    "home": "a directory path",
+    "machine": "a non-empty host name",
+}
 
 
 class ConfigError(Exception):
-    """A configuration problem the user must fix; the message names the key or file."""
+    """A configuration problem the user must fix; the message (one line) names the
+    key or the file."""
+
+
+def _warn(msg: str, level: str = "warning") -> None:
+    """One line on stderr, once per process: stdout may be `--json` output."""
+    if msg in _warned:
+        return
+    _warned.add(msg)
+    print(f"jacked: {level}: {msg}", file=sys.stderr)
+
+
+_warned: set[str] = set()
 
 
 def default_claude_dir() -> Path:
@@ -39,22 +124,277 @@ def default_user_name() -> str:
         return "unknown"
 
 
-@dataclass
-class Settings:
-    """Resolved settings for one jacked run."""
+def config_path(claude_dir: Path | str | None = None) -> Path:
+    """`<claude dir>/jacked.json`."""
+    base = Path(claude_dir).expanduser() if claude_dir is not None else default_claude_dir()
+    return base / CONFIG_FILE_NAME
 
-    claude_dir: Path = field(default_factory=default_claude_dir)
-    home: Path | None = None
-    user_name: str = field(default_factory=default_user_name)
-    machine: str = field(default_factory=socket.gethostname)
 
-    def __post_init__(self) -> None:
-        self.claude_dir = Path(self.claude_dir).expanduser()
+# --------------------------------------------------------------------------- file I/O
+def _read_file(path: Path) -> dict[str, Any]:
+    """The file's known keys (legacy names mapped), {} when it does not exist.
+
+    Raises ConfigError (one line, with line and column) for broken JSON; warns
+    about unknown keys and about permissions broader than 0600.
+    """
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}); fix or remove the file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read ({e.strerror or e})") from None
+    _check_mode(path)
+    if not raw.strip():
+        return {}  # an empty file is an empty config
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}; "
+            f"fix it or run `jacked config --reset`") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must hold a JSON object ({{\"key\": value, ...}}), not {type(data).__name__}")
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if k in LEGACY_KEYS:
+            if LEGACY_KEYS[k] not in data:
+                out[LEGACY_KEYS[k]] = v
+            continue
+        if k not in FILE_KEYS:
+            _warn(f"{path}: unknown key {k!r} ignored (known keys: {', '.join(FILE_KEYS)})")
+            continue
+        out[k] = v
+    return out
+
+
+def _check_mode(path: Path) -> None:
+    if os.name != "posix":
+        return  # Windows has no mode bits; the user profile's ACL protects the file
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return
+    if mode & 0o077:
+        _warn(f"{path} is accessible to other users (mode {mode:04o}) and may hold an API key; "
+              f"run: chmod 600 {path}")
+
+
+def _read_raw(path: Path) -> dict[str, Any]:
+    """The file as it is (all keys), for rewriting without losing anything."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    if not raw.strip():
+        return {}
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must hold a JSON object")
+    return data
+
+
+def _write_file(path: Path, data: Mapping[str, Any]) -> None:
+    """Write `data` as JSON with mode 0600, atomically (temp file + rename), so a
+    crash never leaves a half-written config and the secret is never world-readable,
+    not even for a moment."""
+    text = json.dumps(dict(data), indent=2, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mkstemp: 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# --------------------------------------------------------------------------- environment
+def _env_values() -> tuple[dict[str, str], dict[str, str]]:
+    """({key: raw value}, {key: variable name}) from the environment; empty values
+    count as unset."""
+    values: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for key, names_for_key in ENV_VARS.items():
+        for name in names_for_key:
+            v = os.environ.get(name)
+            if v is not None and v.strip() != "":
+                values[key] = v.strip()
+                names[key] = name
+                break
+    return values, names
+
+
+class _EnvSource(PydanticBaseSettingsSource):
+    """Exactly the variables in ENV_VARS. The stock source would also read
+    unprefixed names such as HOME or MACHINE into fields of the same name."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        values, _ = _env_values()
+        return values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values, _ = _env_values()
+        return values
+
+
+def _migrate_env(path: Path) -> None:
+    """Copy environment values into the file for keys it lacks (first use)."""
+    if not path.parent.is_dir():
+        return  # no Claude directory: nothing to migrate into, and never create it here
+    env, names = _env_values()
+    todo = {k: v for k, v in env.items() if k not in NOT_MIGRATED}
+    if not todo:
+        return
+    try:
+        current = _read_raw(path)
+    except (json.JSONDecodeError, OSError, ConfigError):
+        return  # a broken file is reported by the read that follows
+    present = set(current) | {LEGACY_KEYS[k] for k in current if k in LEGACY_KEYS}
+    new = {k: v for k, v in todo.items() if k not in present}
+    if not new:
+        return
+    converted: dict[str, Any] = {}
+    for k, v in new.items():
+        converted[k] = _to_file_value(_validate_value(k, v, f"from environment variable {names[k]}"))
+    try:
+        _write_file(path, {**current, **converted})
+    except OSError as e:
+        _warn(f"could not save {', '.join(names[k] for k in new)} into {path} ({e.strerror or e}); "
+              f"using the environment values for this run")
+        return
+    _warn(f"saved {', '.join(names[k] for k in new)} into {path} (the config file now takes precedence "
+          f"over these variables)", level="note")
+
+
+# --------------------------------------------------------------------------- value types
+# Checks live in the types (not in model methods) so `set_config_value` validates
+# one key with exactly the rules the model uses.
+def _check_url(v: str) -> str:
+    v = v.strip()
+    if not v.startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    return v.rstrip("/")
+
+
+def _check_non_empty(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("must not be empty")
+    return v
+
+
+def _check_secret(v: SecretStr) -> SecretStr:
+    if not v.get_secret_value().strip():
+        raise ValueError("must not be empty")
+    return v
+
+
+def _check_finite(v: float) -> float:
+    if not math.isfinite(v):
+        raise ValueError("must be a finite number")
+    return v
+
+
+def _expand_path(v: Path) -> Path:
+    return Path(v).expanduser()
+
+
+UrlStr = Annotated[str, AfterValidator(_check_url)]
+NonEmptyStr = Annotated[str, AfterValidator(_check_non_empty)]
+ApiKey = Annotated[SecretStr, AfterValidator(_check_secret)]
+Finite = Annotated[float, AfterValidator(_check_finite)]
+ExpandedPath = Annotated[Path, AfterValidator(_expand_path)]
+
+
+# --------------------------------------------------------------------------- the model
+class Settings(BaseSettings):
+    """Resolved settings for one jacked run.
+
+    `Settings(**cli)` reads the config file of `cli.get("claude_dir")` (or the
+    default Claude directory) and the environment itself; keyword arguments are CLI
+    flags and win over both. `home` is the resolved `JACKED_HOME`.
+    """
+
+    model_config = SettingsConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    claude_dir: ExpandedPath = Field(default_factory=default_claude_dir)
+    home: ExpandedPath | None = None
+    jacked_home: ExpandedPath | None = None
+    user_name: NonEmptyStr = Field(default_factory=default_user_name)
+    machine: NonEmptyStr = Field(default_factory=socket.gethostname)
+    backend: Literal["edge", "server"] = "edge"
+    qdrant_url: UrlStr | None = None
+    qdrant_api_key: ApiKey | None = None
+    embedding_model: NonEmptyStr = DEFAULT_EMBEDDING_MODEL
+    teammate_weight: Finite = Field(0.8, ge=0, le=1)
+    other_repo_weight: Finite = Field(0.7, ge=0, le=1)
+    time_decay_halflife_weeks: Finite = Field(35.0, gt=0)
+    token_safety_margin: Finite = Field(0.1, ge=0, le=1)
+    default_max_tokens: int = Field(8000, ge=100)
+    lock_timeout_s: Finite = Field(60.0, ge=0)
+
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **values: Any) -> None:
+        cli = {k: v for k, v in values.items() if v is not None}
+        if "home" in cli and "jacked_home" not in cli:
+            cli["jacked_home"] = cli["home"]
+        claude_dir = Path(cli["claude_dir"]).expanduser() if "claude_dir" in cli else default_claude_dir()
+        path = claude_dir / CONFIG_FILE_NAME
+        file_values = _read_file(path)
+        env, env_names = _env_values()
+        try:
+            # File values join the init values under the CLI ones: init > env > defaults
+            # in pydantic-settings, so this gives CLI > file > env > defaults.
+            super().__init__(**{**file_values, **cli})
+        except ValidationError as e:
+            raise ConfigError(_explain(e, cli, file_values, path, env_names)) from None
+        sources: dict[str, str] = {}
+        origins: dict[str, str] = {}
+        for key in ("claude_dir", "machine", *FILE_KEYS):
+            if key in cli or (key == "jacked_home" and "home" in cli):
+                sources[key], origins[key] = "cli", "command line"
+            elif key in file_values:
+                sources[key], origins[key] = "file", str(path)
+            elif key in env:
+                sources[key], origins[key] = "env", env_names[key]
+            elif key == "claude_dir" and os.environ.get("CLAUDE_CONFIG_DIR"):
+                sources[key], origins[key] = "env", "CLAUDE_CONFIG_DIR"
+            else:
+                sources[key], origins[key] = "default", "default"
+        self._sources = sources
+        self._origins = origins
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # No dotenv and no secrets dir: a stray .env in the working directory must
+        # not change where jacked writes.
+        return (init_settings, _EnvSource(settings_cls))
+
+    @model_validator(mode="after")
+    def _resolve_home(self) -> Settings:
         if self.home is None:
-            env = os.environ.get("JACKED_HOME")
-            self.home = Path(env).expanduser() if env else self.claude_dir / "jacked"
-        self.home = Path(self.home).expanduser()
+            self.home = self.jacked_home if self.jacked_home is not None else self.claude_dir / "jacked"
+        self.jacked_home = self.home
+        return self
 
+    # ---- derived paths
     @property
     def projects_dir(self) -> Path:
         return self.claude_dir / "projects"
@@ -65,12 +405,147 @@ class Settings:
 
     @property
     def catalog_path(self) -> Path:
+        assert self.home is not None  # set by _resolve_home
         return self.home / "catalog.db"
+
+    @property
+    def config_path(self) -> Path:
+        return self.claude_dir / CONFIG_FILE_NAME
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Where each setting came from: cli, file, env or default."""
+        return dict(self._sources)
+
+    def api_key(self) -> str | None:
+        """The Qdrant API key in clear, for the one place that sends it to a server."""
+        return self.qdrant_api_key.get_secret_value() if self.qdrant_api_key is not None else None
 
 
 def load_settings(claude_dir: Path | str | None = None, **overrides: object) -> Settings:
-    """Settings for this run; `claude_dir` and `overrides` come from CLI flags."""
+    """Settings for this run; `claude_dir` and `overrides` come from CLI flags
+    (None means the flag was not given). Migrates environment values into the
+    config file on first use."""
     kwargs: dict[str, object] = {k: v for k, v in overrides.items() if v is not None}
     if claude_dir is not None:
         kwargs["claude_dir"] = Path(claude_dir)
-    return Settings(**kwargs)  # type: ignore[arg-type]
+    base = Path(claude_dir).expanduser() if claude_dir is not None else default_claude_dir()
+    _migrate_env(base / CONFIG_FILE_NAME)
+    return Settings(**kwargs)
+
+
+# --------------------------------------------------------------------------- errors
+def _explain(e: ValidationError, cli: Mapping[str, Any], file_values: Mapping[str, Any], path: Path,
+             env_names: Mapping[str, str]) -> str:
+    parts = []
+    for err in e.errors():
+        loc = err.get("loc") or ("?",)
+        key = str(loc[0])
+        if err.get("type") == "extra_forbidden":
+            parts.append(f"unknown setting {key!r} (known: {', '.join(FILE_KEYS)})")
+            continue
+        if key in cli:
+            origin = "on the command line"
+        elif key in file_values:
+            origin = f"in {path}"
+        elif key in env_names:
+            origin = f"from environment variable {env_names[key]}"
+        else:
+            origin = "(default)"
+        shown = "(hidden)" if key in SECRET_KEYS else repr(err.get("input"))
+        parts.append(f"invalid {key} {shown} {origin}: must be {ALLOWED.get(key, 'valid')}")
+    return "; ".join(parts)
+
+
+def _validate_value(key: str, value: Any, origin: str) -> Any:
+    """`value` converted to the type of `key` (strings from a CLI or env are
+    parsed), or ConfigError naming the key and what it accepts."""
+    if key not in FILE_KEYS:
+        raise ConfigError(f"unknown setting {key!r} (known: {', '.join(FILE_KEYS)})")
+    try:
+        v = _ADAPTERS[key].validate_python(value)
+    except (ValidationError, ValueError) as e:
+        shown = "(hidden)" if key in SECRET_KEYS else repr(value)
+        where = f" {origin}" if origin else ""
+        raise ConfigError(f"invalid {key} {shown}{where}: must be {ALLOWED.get(key, 'valid')}") from e
+    return v
+
+
+def _adapter_for(key: str) -> TypeAdapter[Any]:
+    info = Settings.model_fields[key]
+    if not info.metadata:
+        return TypeAdapter(info.annotation)
+    return TypeAdapter(Annotated[info.annotation, *info.metadata])  # the field's ge/le bounds
+
+
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {k: _adapter_for(k) for k in FILE_KEYS}
+
+
+def _to_file_value(v: Any) -> Any:
+    if isinstance(v, SecretStr):
+        return v.get_secret_value()
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+# --------------------------------------------------------------------------- `jacked config`
+def _mask(secret: str) -> str:
+    # Enough to tell two keys apart, never enough to use one.
+    return "****" + secret[-4:] if len(secret) >= 12 else "****"
+
+
+def show_config(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Every setting with its value and where it came from, secrets masked:
+    `{key: {"value": ..., "source": "cli"|"file"|"env"|"default", "origin": ...}}`
+    (origin: the file path or the environment variable)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key in ("claude_dir", *FILE_KEYS, "machine"):
+        v: Any = getattr(settings, key)
+        if key in SECRET_KEYS and v is not None:
+            v = _mask(v.get_secret_value())
+        else:
+            v = _to_file_value(v)
+        src = settings._sources.get(key, "default")
+        out[key] = {"value": v, "source": src, "origin": settings._origins.get(key, src)}
+    return out
+
+
+def set_config_value(claude_dir: Path | str | None, key: str, value: Any) -> Any:
+    """Validate `value` for `key` (strings are converted: "0.5" -> 0.5), write it
+    into the config file (0600, atomic) and return the stored value. `value=None`
+    removes the key. Other keys, unknown ones included, are kept as they are."""
+    key = LEGACY_KEYS.get(key, key)
+    path = config_path(claude_dir)
+    if key not in FILE_KEYS:
+        raise ConfigError(f"unknown setting {key!r} (known: {', '.join(FILE_KEYS)})")
+    try:
+        current = _read_raw(path)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}; "
+                          f"fix it or run `jacked config --reset`") from None
+    for old, new in LEGACY_KEYS.items():
+        if new == key:
+            current.pop(old, None)
+    if value is None:
+        current.pop(key, None)
+        stored = None
+    else:
+        if isinstance(value, str):
+            value = value.strip()
+        stored = _to_file_value(_validate_value(key, value, ""))
+        current[key] = stored
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _write_file(path, current)
+    return _mask(stored) if key in SECRET_KEYS and isinstance(stored, str) else stored
+
+
+def reset_config(claude_dir: Path | str | None = None) -> Path | None:
+    """Remove the config file, keeping it as `jacked.json.bak` (replacing an older
+    backup); returns the backup's path, or None when there was no file."""
+    path = config_path(claude_dir)
+    if not path.exists():
+        return None
+    bak = path.with_name(path.name + ".bak")
+    os.replace(path, bak)  # a rename keeps the 0600 mode
+    return bak

@@ -246,10 +246,13 @@ def _register_default_model() -> None:
 
 
 def _default_threads() -> int:
-    """ONNX intra-op threads: the CPUs this process may use, at most 8.
+    """ONNX intra-op threads: the CPUs this process may use, 1 to 8.
 
-    Measured on 2 cores: 2 threads embed ~1.6x faster than 1. Beyond ~8, MiniLM's small
-    matrices gain little and only compete with the rest of the machine.
+    Measured on 2 cores: idle, 2 threads embed ~1.6x faster than 1. But with another
+    process keeping one core busy, 2 threads run ~1.5x *slower* than 1 (onnxruntime's
+    threads spin-wait on each other; fastembed exposes no option to stop that), so callers
+    that know the machine is shared should pass ``threads``. Beyond ~8, MiniLM's small
+    matrices gain little.
     """
     try:
         n = len(os.sched_getaffinity(0))  # honours container / taskset CPU limits
@@ -270,7 +273,8 @@ class DenseEmbedder:
             use into ``cache_dir``).
         cache_dir: Where the model folder is assembled / downloaded; default
             ``JACKED_HOME/models``.
-        threads: ONNX intra-op threads; default: usable CPUs, at most 8.
+        threads: ONNX intra-op threads; default: the CPUs this process may use, 1 to 8
+            (pass 1 on a machine where other work keeps cores busy).
     """
 
     def __init__(

@@ -7,6 +7,8 @@ writes problems (redacted) to `JACKED_HOME/logs/hook.log`.
 from __future__ import annotations
 
 import json
+import os
+import select
 import time
 import traceback
 from collections.abc import Callable
@@ -14,9 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from jacked.config import Settings
+from jacked.hookqueue import CLAIM_POLL_SECONDS, Claimer, HookQueue
 from jacked.indexer import Indexer, IndexReport
+from jacked.scanner import ScanReport
 
 LOG_MAX_BYTES = 1 << 20
+# How long the hook waits for its child to get hold of the index before returning anyway.
+HOOK_WAIT_SECONDS = 30.0
 
 
 def log_problem(home: Path, message: str) -> None:
@@ -35,24 +41,53 @@ def log_problem(home: Path, message: str) -> None:
         pass
 
 
+def groups_for_target(indexer: Indexer, target: str) -> list[Any]:
+    """The session files a target names: a transcript path, or a session id or prefix."""
+    from jacked.history import resolve_session, session_files_for_path
+    from jacked.scanner import Scanner
+
+    path = Path(target).expanduser()
+    if path.suffix == ".jsonl" and path.is_file():
+        return [session_files_for_path(path)]
+    Scanner(indexer.catalog, indexer.settings.claude_dir, indexer.user).scan()
+    sid = resolve_session(indexer.catalog, target, indexer.settings.claude_dir)
+    row = indexer.catalog.get_session_row(sid) or {}
+    if row.get("file") and Path(row["file"]).is_file():
+        return [session_files_for_path(Path(row["file"]))]
+    return []  # the transcript is gone: what the catalog has is already indexed by the scan above
+
+
 def index_target(settings: Settings, target: str | None) -> IndexReport:
     """Index a session given by id, prefix or transcript path; everything when `target` is None."""
     indexer = Indexer(settings)
     if target is None:
         return indexer.backfill()
-    from jacked.history import resolve_session, session_files_for_path
+    return indexer.index_paths(groups_for_target(indexer, target))
 
-    path = Path(target).expanduser()
-    if path.suffix == ".jsonl" and path.is_file():
-        return indexer.index_paths([session_files_for_path(path)])
-    from jacked.scanner import Scanner
 
-    Scanner(indexer.catalog, settings.claude_dir, settings.user_name).scan()
-    sid = resolve_session(indexer.catalog, target, settings.claude_dir)
-    row = indexer.catalog.get_session_row(sid) or {}
-    if row.get("file") and Path(row["file"]).is_file():
-        return indexer.index_paths([session_files_for_path(Path(row["file"]))])
-    return indexer.backfill()
+def drain_queue(settings: Settings, on_open: Callable[[], None]) -> None:
+    """Hold the index and index every queued hook entry, including ones that arrive meanwhile."""
+    indexer = Indexer(settings)
+    report = IndexReport(scan=ScanReport())
+    with indexer.open_store() as store:
+        on_open()
+        claimer = Claimer(HookQueue(settings.home)).start()
+        stopped = False
+        while True:
+            items = claimer.pop_all()
+            if not items and not stopped:
+                items, stopped = claimer.stop(), True
+            if not items:
+                break
+            groups = []
+            for _, target in dict.fromkeys(items):
+                try:
+                    groups += groups_for_target(indexer, target)
+                except Exception as e:  # one bad entry must not stop the others
+                    _log_exception(Path(settings.home), e)
+            unique = {g.session_id: g for g in groups}
+            indexer.index_groups(store, list(unique.values()), report)
+            HookQueue.done(items)
 
 
 def parse_hook_input(raw: str) -> dict[str, Any]:
@@ -62,26 +97,83 @@ def parse_hook_input(raw: str) -> dict[str, Any]:
     return data
 
 
-def run_hook(raw: str, get_settings: Callable[[], Settings]) -> int:
-    """Index the transcript a hook names. Always 0: problems go to the hook log."""
+def run_hook(raw: str, get_settings: Callable[[], Settings], detach: bool | None = None) -> int:
+    """Index the transcript a hook names. Always 0: problems go to the hook log.
+
+    With `detach` (the default where `os.fork` exists, unless `JACKED_HOOK_SYNC=1`), the work
+    goes on in a child process and this returns as soon as the child holds the index, so
+    Claude Code is not held up while any jacked command started afterwards still sees the
+    new turn (it waits for the index like any other reader).
+    """
     home: Path | None = None
     try:
         settings = get_settings()
         home = Path(settings.home)
         data = parse_hook_input(raw)
         path = data.get("transcript_path")
-        if not path:
-            sid = data.get("session_id")
-            if not sid:
-                log_problem(home, "hook input names no transcript_path or session_id; nothing indexed")
+        if path:
+            if not Path(path).expanduser().is_file():
+                log_problem(home, f"hook: transcript {path} not found; nothing indexed")
                 return 0
-            index_target(settings, str(sid))
+            target = str(Path(path).expanduser())
+        elif data.get("session_id"):
+            target = str(data["session_id"])
+        else:
+            log_problem(home, "hook input names no transcript_path or session_id; nothing indexed")
             return 0
-        if not Path(path).expanduser().is_file():
-            log_problem(home, f"hook: transcript {path} not found; nothing indexed")
-            return 0
-        index_target(settings, str(Path(path).expanduser()))
+        if detach is None:
+            detach = hasattr(os, "fork") and os.environ.get("JACKED_HOOK_SYNC") != "1"
+        if detach:
+            return _index_in_child(settings, target)
+        index_target(settings, target)
     except Exception as e:  # a hook must never break Claude Code
-        detail = traceback.format_exc(limit=3).replace("\n", " | ")
-        log_problem(home or Path.home() / ".claude" / "jacked", f"hook failed: {type(e).__name__}: {e} :: {detail}")
+        _log_exception(home, e)
+    return 0
+
+
+def _log_exception(home: Path | None, e: BaseException) -> None:
+    detail = traceback.format_exc(limit=3).replace("\n", " | ")
+    log_problem(home or Path.home() / ".claude" / "jacked", f"hook failed: {type(e).__name__}: {e} :: {detail}")
+
+
+def _signal(fd: int) -> None:
+    """Tell the waiting hook we hold the index; it may have returned already (entry claimed)."""
+    try:
+        os.write(fd, b"1")
+    except OSError:
+        pass
+
+
+def _index_in_child(settings: Settings, target: str) -> int:
+    """Queue the work and fork a child to do it; return once the work is in a holder's hands.
+
+    That is when the child holds the index, or when the process already holding it has
+    claimed our queue entry (it indexes it before letting go), or when the child is gone.
+    """
+    entry = HookQueue(settings.home).put(target)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: detach from the hook's pipes and session, then work
+        code = 0
+        try:
+            os.close(read_end)
+            os.setsid()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            drain_queue(settings, on_open=lambda: _signal(write_end))
+        except BaseException as e:  # noqa: BLE001 - the child must always end quietly
+            _log_exception(Path(settings.home), e)
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    deadline = time.monotonic() + HOOK_WAIT_SECONDS
+    try:
+        while time.monotonic() < deadline and entry.exists():
+            ready, _, _ = select.select([read_end], [], [], CLAIM_POLL_SECONDS)
+            if ready:  # the child holds the index (or ended)
+                break
+    finally:
+        os.close(read_end)
     return 0

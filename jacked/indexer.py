@@ -132,18 +132,31 @@ class Indexer:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def index_paths(self, groups: list[Any], progress: Progress | None = None) -> IndexReport:
-        """Scan and index just these session groups (the hook's fast path)."""
+    def index_paths(self, groups: list[Any], progress: Progress | None = None,
+                    on_open: Callable[[], None] | None = None) -> IndexReport:
+        """Scan and index just these session groups (the hook's fast path).
+
+        `on_open` is called once the store is open (and, for the edge shard, locked): from
+        then on, any other jacked process waits for this one and sees its work.
+        """
         t0 = time.perf_counter()
-        scanner = Scanner(self.catalog, self.settings.claude_dir, self.user)
-        scan = ScanReport()
-        for g in groups:
-            scanner.scan_group(g, scan)
-        report = IndexReport(scan=scan, lines_skipped=scan.lines_skipped)
+        report = IndexReport(scan=ScanReport())
         with self.open_store() as store:
-            self._index_sessions(store, [g.session_id for g in groups], report, progress)
+            if on_open:
+                on_open()
+            self.index_groups(store, groups, report, progress)
         report.seconds = time.perf_counter() - t0
         return report
+
+    def index_groups(self, store: Any, groups: list[Any], report: IndexReport,
+                     progress: Progress | None = None) -> None:
+        """Scan and index session groups into an already open store."""
+        scanner = Scanner(self.catalog, self.settings.claude_dir, self.user)
+        assert report.scan is not None
+        for g in groups:
+            scanner.scan_group(g, report.scan)
+        report.lines_skipped = report.scan.lines_skipped
+        self._index_sessions(store, [g.session_id for g in groups], report, progress)
 
     def _group_repo(self, group: Any) -> str | None:
         for path in group.all_paths():

@@ -416,8 +416,18 @@ def _check_aws_secret(data: bytes, ke: int, out: list[_Span]) -> bool:
 
 
 # --------------------------------------------------------------------------- driver
+# Every trigger of every detector, lower-cased, in one regex. An alternation is
+# tried at each position (~100 MB/s), so it only pays on short buffers, where the
+# ~20 separate passes below cost more in call overhead than in scanning.
+_GATE = re.compile(rb"akia|asia|gh[pousr]_|github_pat_|glpat-|sk[-_]|xox|eyj|aiza|npm_|private key|://"
+                   rb"|pass|pwd|secret|token|api|_key|auth")
+_GATE_BELOW = 512
+
+
 def _scan(data: bytes) -> list[_Span]:
     """Sorted, non-overlapping byte spans of the secrets in a UTF-8 buffer."""
+    if len(data) < _GATE_BELOW and _GATE.search(data.lower()) is None:
+        return []
     spans: list[_Span] = []
     _find_tokens(data, spans)
     if b"PRIVATE KEY" in data:
