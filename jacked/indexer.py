@@ -77,9 +77,11 @@ def _vec_key(model: str, text: str) -> str:
 class Indexer:
     """Keeps the vector index in step with the catalog for one user."""
 
-    def __init__(self, settings: Settings, catalog: Catalog | None = None) -> None:
+    def __init__(self, settings: Settings, catalog: Catalog | None = None, store: Any | None = None) -> None:
+        """`store` (an unopened VectorStore) replaces the configured one, e.g. in tests."""
         self.settings = settings
         self.catalog = catalog or Catalog(settings.catalog_path)
+        self._store = store
         self.user = settings.user_name
         self.machine = getattr(settings, "machine", None) or socket.gethostname()
         self.model_name = getattr(settings, "embedding_model", None) or _default_model()
@@ -108,7 +110,7 @@ class Indexer:
         """The configured store, opened for this model (created unless `must_exist`)."""
         from jacked.store import StoreNotFound
 
-        store = configured_store(self.settings)
+        store = self._store if self._store is not None else configured_store(self.settings)
         if must_exist and not store_exists(store):
             raise StoreNotFound(f"no index in {self.settings.home} yet: run `jacked backfill` first")
         return store.open(self.dense.model_name, self.dense.dims, recreate=recreate)

@@ -174,14 +174,15 @@ def _snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
     return t if len(t) <= limit else t[:limit - 1] + "…"
 
 
-def search_many(settings: Settings, queries: list[str], opts: SearchOptions) -> list[dict[str, Any]]:
+def search_many(settings: Settings, queries: list[str], opts: SearchOptions,
+                indexer: Any | None = None) -> list[dict[str, Any]]:
     """Answer several queries with one model load and one store open (`search --batch`)."""
     from jacked.indexer import Indexer
 
     opts.validate()
     for q in queries:
         sanitize_query(q)  # fail before any work on a bad line
-    indexer = Indexer(settings)
+    indexer = indexer or Indexer(settings)
     with indexer.open_store(must_exist=True) as store:
         searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
         return [searcher.search(q, opts) for q in queries]
