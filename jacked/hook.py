@@ -69,8 +69,7 @@ def drain_queue(settings: Settings, on_open: Callable[[], None]) -> None:
     """Hold the index and index every queued hook entry, including ones that arrive meanwhile."""
     indexer = Indexer(settings)
     report = IndexReport(scan=ScanReport())
-    with indexer.open_store() as store:
-        on_open()
+    with indexer.open_store(on_locked=on_open) as store:
         claimer = Claimer(HookQueue(settings.home)).start()
         stopped = False
         while True:

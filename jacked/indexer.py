@@ -106,14 +106,28 @@ class Indexer:
             self._sparse = SparseEmbedder()
         return self._sparse
 
-    def open_store(self, recreate: bool = False, must_exist: bool = False):  # type: ignore[no-untyped-def]
-        """The configured store, opened for this model (created unless `must_exist`)."""
+    def open_store(self, recreate: bool = False, must_exist: bool = False,
+                   on_locked: Callable[[], None] | None = None):  # type: ignore[no-untyped-def]
+        """The configured store, opened for this model (created unless `must_exist`).
+
+        `on_locked` runs once this process holds the store (before a slow shard load).
+        """
         from jacked.store import StoreNotFound
 
         store = self._store if self._store is not None else configured_store(self.settings)
         if must_exist and not store_exists(store):
             raise StoreNotFound(f"no index in {self.settings.home} yet: run `jacked backfill` first")
-        return store.open(self.dense.model_name, self.dense.dims, recreate=recreate)
+        done: list[bool] = []
+
+        def locked() -> None:
+            if on_locked is not None and not done:
+                done.append(True)
+                on_locked()
+
+        store.on_locked = locked
+        opened = store.open(self.dense.model_name, self.dense.dims, recreate=recreate)
+        locked()  # backends without a lock: now
+        return opened
 
     # ------------------------------------------------------------------ entry points
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> IndexReport:
@@ -143,9 +157,7 @@ class Indexer:
         """
         t0 = time.perf_counter()
         report = IndexReport(scan=ScanReport())
-        with self.open_store() as store:
-            if on_open:
-                on_open()
+        with self.open_store(on_locked=on_open) as store:
             self.index_groups(store, groups, report, progress)
         report.seconds = time.perf_counter() - t0
         return report

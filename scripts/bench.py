@@ -3,9 +3,17 @@
 
     python scripts/bench.py [--only scan,...] [--claude-dir DIR] [--repeat N]
 
-scan   cold scan throughput (MB/s) of the shared fixtures ÷ a bare loop that only JSON-decodes
-       every line of the same files (goal: at most 3× slower); re-scan with nothing changed ÷
-       cold scan (goal: at most 0.05).
+scan      cold scan throughput (MB/s) of the shared fixtures ÷ a bare loop that only JSON-decodes
+          every line of the same files (goal: at most 3× slower); re-scan with nothing changed ÷
+          cold scan (goal: at most 0.05).
+backfill  on a generated corpus: cold backfill ÷ the bare model embedding the same texts (goal
+          <= 1.3); unchanged re-run ÷ cold backfill (goal <= 0.05, zero texts embedded).
+search    in-process search p50 on a synthesised 100k-point Edge shard (goal <= 30 ms), beside
+          the bare store query p50 on the same shard.
+rss       peak RSS of a cold backfill subprocess at growing corpus sizes (goal <= 600 MB at
+          1,000 sessions, flat as the corpus grows).
+hook      `jacked index --hook` after a one-turn append, median wall time with process start
+          (goal <= 0.5 s), beside the bare `python -c pass` start time.
 """
 from __future__ import annotations
 
@@ -87,7 +95,195 @@ def bench_scan(claude_dir: Path, repeat: int) -> dict[str, float]:
     return {"scan_ratio": cold / base, "rescan_ratio": rescan / cold}
 
 
-BENCHES = {"scan": bench_scan}
+def generate(sessions: int, seed: int = 1) -> Path:
+    """A generated Claude directory (cached in the temp dir by size and seed)."""
+    import subprocess
+
+    out = Path(tempfile.gettempdir()) / f"jacked-bench-corpus-{sessions}-{seed}"
+    if not (out / "truth.json").exists():
+        gen = ROOT.parent / "shared" / "tools" / "gen_corpus.py"
+        subprocess.run([sys.executable, str(gen), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed)],
+                       check=True, capture_output=True)
+    return out
+
+
+def _settings(claude: Path, home: Path):  # type: ignore[no-untyped-def]
+    from jacked.config import load_settings
+
+    return load_settings(claude, jacked_home=str(home), user_name="bench")
+
+
+def bench_backfill(claude_dir: Path, repeat: int, sessions: int = 60) -> dict[str, float]:
+    from jacked.embed import get_dense_embedder
+    from jacked.extract import Extractor
+    from jacked.indexer import Indexer
+
+    corpus = generate(sessions)
+    work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
+    try:
+        settings = _settings(corpus, work / "home")
+        dense = get_dense_embedder(cache_dir=work / "models")
+        dense.embed_documents(["warm up"])  # both sides run on a loaded model
+        indexer = Indexer(settings)
+        t = time.perf_counter()
+        cold = indexer.backfill()
+        t_cold = time.perf_counter() - t
+        t = time.perf_counter()
+        again = indexer.backfill()
+        t_again = time.perf_counter() - t
+        extractor = Extractor(indexer.catalog, dense.count_tokens, dense.max_tokens)
+        texts = list(dict.fromkeys(d.text for sid in indexer.catalog.session_ids()
+                                   for d in extractor.documents(sid) if d.dense))
+        t = time.perf_counter()
+        dense.embed_documents(texts)
+        t_bare = time.perf_counter() - t
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"backfill: {sessions} generated sessions, {cold.points_written} points, {cold.texts_embedded} texts embedded")
+    print(f"  bare model embedding the same {len(texts)} texts: {t_bare:6.2f} s")
+    print(f"  jacked cold backfill                        : {t_cold:6.2f} s  ratio {t_cold / t_bare:.2f} (goal <= 1.3)")
+    print(f"  unchanged re-run                            : {t_again:6.2f} s  ratio {t_again / t_cold:.3f} "
+          f"(goal <= 0.05), texts embedded {again.texts_embedded}")
+    return {"backfill_ratio": t_cold / t_bare, "rerun_ratio": t_again / t_cold}
+
+
+def bench_search(claude_dir: Path, repeat: int, points: int = 100_000) -> dict[str, float]:
+    import random
+    import statistics
+
+    from jacked.embed import SparseEmbedder, get_dense_embedder
+    from jacked.search import SearchOptions, Searcher
+    from jacked.store import Point, SearchFilter
+    from jacked.store.edge import EdgeStore
+
+    work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
+    rng = random.Random(7)
+    words = ("cache parser token index query session plan agent error build deploy test schema "
+             "migration latency memory thread socket retry backoff config docker kernel branch").split()
+    try:
+        dense = get_dense_embedder(cache_dir=work / "models")
+        sparse = SparseEmbedder()
+        dims = dense.dims
+        store = EdgeStore(work / "index").open(dense.model_name, dims)
+        types = ["user_message", "assistant_response", "plan", "subagent_summary", "chunk"]
+        t = time.perf_counter()
+        batch: list[Point] = []
+        for i in range(points):
+            text = " ".join(rng.choice(words) for _ in range(30)) + f" item{i}"
+            ctype = types[i % len(types)]
+            vec = [rng.gauss(0, 1) for _ in range(dims)] if ctype != "chunk" else None
+            if vec:
+                norm = sum(x * x for x in vec) ** 0.5
+                vec = [x / norm for x in vec]
+            sid = f"{i // 40:08d}-0000-4000-8000-000000000000"
+            batch.append(Point(id=f"{i:08d}-1111-4111-8111-111111111111", dense=vec, sparse=None, payload={
+                "session_id": sid, "content_type": ctype, "text": text, "user_name": f"user{i % 3}",
+                "repo_name": f"repo{i % 20}", "ts": 1.7e9 + i, "timestamp": "2026-01-01T00:00:00Z",
+                "content_hash": f"h{i}"}))
+            if len(batch) == 2000:
+                for p, sv in zip(batch, sparse.embed_documents([p.payload["text"] for p in batch])):
+                    p.sparse = sv
+                store.upsert(batch)
+                batch = []
+        t_fill = time.perf_counter() - t
+        queries = [" ".join(rng.choice(words) for _ in range(4)) for _ in range(60)]
+        settings = _settings(claude_dir, work / "home")
+        searcher = Searcher(settings, store, dense, sparse)
+        searcher.search("warm up the model", SearchOptions())
+        full, bare = [], []
+        for q in queries:
+            t = time.perf_counter()
+            searcher.search(q, SearchOptions(limit=10))
+            full.append(time.perf_counter() - t)
+            dv, sv = dense.embed_query(q), sparse.embed_query(q)
+            t = time.perf_counter()
+            store.search(dv, sv, SearchFilter(user_name="user1"), limit=120, prefetch=300)
+            bare.append(time.perf_counter() - t)
+        store.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    p50, b50 = statistics.median(full) * 1000, statistics.median(bare) * 1000
+    print(f"search: {points} synthetic points written in {t_fill:.1f} s")
+    print(f"  bare filtered hybrid store query p50: {b50:6.1f} ms")
+    print(f"  jacked search p50 (embed + query + rank): {p50:6.1f} ms (goal <= 30), ratio to bare {p50 / b50:.1f}")
+    return {"search_p50_ms": p50}
+
+
+def _peak_rss(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    import subprocess
+
+    code = ("import resource,subprocess,sys,time;t=time.perf_counter();"
+            "subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL,check=True);"
+            "print(time.perf_counter()-t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code] + cmd, capture_output=True, text=True, env=env, check=True)
+    secs, kb = out.stdout.split()
+    return float(secs), float(kb) / 1024
+
+
+def _jacked_exe() -> list[str]:
+    exe = Path(sys.executable).parent / "jacked"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "jacked.cli.main"]
+
+
+def bench_rss(claude_dir: Path, repeat: int, sizes: tuple[int, ...] = (250, 1000)) -> dict[str, float]:
+    import os
+
+    out = {}
+    print("rss: peak RSS of a cold `jacked backfill` by corpus size")
+    for n in sizes:
+        corpus = generate(n)
+        work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
+        try:
+            env = dict(os.environ, CLAUDE_CONFIG_DIR=str(corpus), JACKED_HOME=str(work / "home"),
+                       JACKED_USER_NAME="bench")
+            secs, mb = _peak_rss(_jacked_exe() + ["backfill", "--json"], env)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"  {n:5d} sessions: {mb:6.0f} MB peak in {secs:6.1f} s (goal <= 600 MB, flat)")
+        out[f"rss_{n}"] = mb
+    return out
+
+
+def bench_hook(claude_dir: Path, repeat: int, runs: int = 7) -> dict[str, float]:
+    import json
+    import os
+    import statistics
+    import subprocess
+
+    corpus = generate(30, seed=3)
+    work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
+    try:
+        claude = work / "claude"
+        shutil.copytree(corpus, claude)
+        env = dict(os.environ, CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(work / "home"), JACKED_USER_NAME="bench")
+        subprocess.run(_jacked_exe() + ["backfill", "--json"], env=env, capture_output=True, check=True)
+        truth = json.loads((claude / "truth.json").read_text())
+        s = next(x for x in truth["sessions"] if len(x.get("turns") or []) >= 2 and not x["malformed_lines"])
+        path = claude / s["file"]
+        hook = json.dumps({"session_id": s["session_id"], "transcript_path": str(path), "cwd": s["cwd"],
+                           "hook_event_name": "Stop"})
+        start = best_of(3, lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+        times = []
+        for i in range(runs):
+            with path.open("a") as fh:
+                fh.write(json.dumps({"type": "user", "uuid": f"bench-{i}-{time.time_ns()}", "sessionId": s["session_id"],
+                                     "cwd": s["cwd"], "timestamp": "2026-06-01T00:00:00.000Z",
+                                     "message": {"role": "user", "content": f"bench hook turn {i} about kestrels"}}) + "\n")
+            t = time.perf_counter()
+            subprocess.run(_jacked_exe() + ["index", "--hook"], input=hook, text=True, env=env, capture_output=True)
+            times.append(time.perf_counter() - t)
+        time.sleep(3)  # let the last detached child finish before the folder goes
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    med = statistics.median(times)
+    print(f"hook: `jacked index --hook` after a one-turn append, {runs} runs")
+    print(f"  bare `python -c pass` start: {start * 1000:6.0f} ms")
+    print(f"  hook median wall time      : {med * 1000:6.0f} ms (goal <= 500), ratio to bare start {med / start:.1f}")
+    return {"hook_median_s": med}
+
+
+BENCHES = {"scan": bench_scan, "backfill": bench_backfill, "search": bench_search, "rss": bench_rss,
+           "hook": bench_hook}
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import uuid
 from datetime import datetime, timezone
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,6 +219,9 @@ class VectorStore(abc.ABC):
     backend: str = ""
 
     def __init__(self) -> None:
+        #: Called once the store is held by this process (edge: right after the file lock is
+        #: taken, before the shard loads); set it before `open`.
+        self.on_locked: Callable[[], None] | None = None
         self._dense_model: str | None = None
         self._dims: int | None = None
 

@@ -200,6 +200,8 @@ class EdgeStore(VectorStore):
         except Timeout:
             raise StoreBusy(self._busy_message()) from None
         self._lock = lock
+        if self.on_locked is not None:
+            self.on_locked()  # e.g. a hook returns now: later readers will wait for this process
         owner = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
