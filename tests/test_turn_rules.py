@@ -336,3 +336,21 @@ def test_huge_base64_line_is_read(tmp_path: Path) -> None:
     img = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 850_000}}
     data = session_of(tmp_path, [prompt([text("look at this"), img]), assistant("m1", text("nice"))])
     assert data["turns"][0]["prompt"] == "look at this"
+
+
+def test_empty_and_summary_only_files(tmp_path: Path) -> None:
+    from jacked.catalog import Catalog
+    from jacked.scanner import Scanner
+
+    proj = tmp_path / "claude" / "projects" / "-p"
+    proj.mkdir(parents=True)
+    (proj / "aaaaaaaa-0000-4000-8000-000000000000.jsonl").write_text("")
+    (proj / "bbbbbbbb-0000-4000-8000-000000000000.jsonl").write_text(
+        json.dumps({"type": "summary", "summary": "Old chat about caching", "leafUuid": "x"}) + "\n")
+    cat = Catalog(tmp_path / "c.db")
+    report = Scanner(cat, tmp_path / "claude").scan()
+    assert report.errors == [] and report.sessions == 2
+    empty = cat.get_session_row("aaaaaaaa-0000-4000-8000-000000000000")
+    labelled = cat.get_session_row("bbbbbbbb-0000-4000-8000-000000000000")
+    assert (empty["turn_count"], labelled["turn_count"]) == (0, 0)
+    assert labelled["title"] == "Old chat about caching"
