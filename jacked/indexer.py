@@ -15,7 +15,6 @@ import time
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from jacked.catalog import Catalog
 from jacked.config import Settings
 from jacked.extract import Document, Extractor
 from jacked.scanner import ScanReport, Scanner
+from jacked.timeutil import parse_ts
 
 BATCH_DOCS = 256  # documents embedded and written per store round trip: bounds memory
 Progress = Callable[[str, int, int], None]
@@ -61,13 +61,8 @@ def repo_id_of(cwd: str | None) -> str | None:
 
 
 def epoch(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        dt = datetime.fromisoformat(ts)
-    except ValueError:
-        return None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp()
+    dt = parse_ts(ts)
+    return dt.timestamp() if dt else None
 
 
 def _vec_key(model: str, text: str) -> str:
