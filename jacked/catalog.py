@@ -20,7 +20,7 @@ import orjson
 
 from jacked.transcript.model import Session, Turn
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -50,10 +50,31 @@ CREATE TABLE IF NOT EXISTS invocations (
     session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, tool_name TEXT, tool_use_id TEXT,
     sequence INTEGER, parallel_group INTEGER, is_error INTEGER, file_path TEXT, command TEXT,
     description TEXT, input_brief TEXT, result_brief TEXT, timestamp TEXT, result_timestamp TEXT,
-    lines_added INTEGER, lines_removed INTEGER, file_created INTEGER, agent_id TEXT
+    lines_added INTEGER, lines_removed INTEGER, file_created INTEGER, agent_id TEXT,
+    diff TEXT, before_hash TEXT, after_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS invocations_session ON invocations(session_id, owner, turn_index, ord);
 CREATE INDEX IF NOT EXISTS invocations_tool ON invocations(tool_name);
+CREATE INDEX IF NOT EXISTS invocations_file ON invocations(file_path) WHERE file_path IS NOT NULL;
+CREATE TABLE IF NOT EXISTS llm_calls (
+    session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, message_id TEXT, model TEXT, timestamp TEXT,
+    input_tokens INTEGER, output_tokens INTEGER, cache_read_tokens INTEGER, cache_creation_tokens INTEGER,
+    tool_calls INTEGER
+);
+CREATE INDEX IF NOT EXISTS llm_calls_session ON llm_calls(session_id, owner, turn_index, ord);
+CREATE TABLE IF NOT EXISTS turn_events (
+    session_id TEXT, turn_index INTEGER, ord INTEGER, type TEXT, timestamp TEXT, data TEXT
+);
+CREATE INDEX IF NOT EXISTS turn_events_session ON turn_events(session_id);
+CREATE TABLE IF NOT EXISTS file_backups (
+    session_id TEXT, turn_index INTEGER, path TEXT, version INTEGER, backup_file TEXT, backup_time TEXT
+);
+CREATE INDEX IF NOT EXISTS file_backups_session ON file_backups(session_id);
+CREATE TABLE IF NOT EXISTS summaries (
+    session_id TEXT, turn_index INTEGER, kind TEXT, text TEXT, summarizer TEXT, model TEXT,
+    prompt_version TEXT, source_hash TEXT, created_at REAL,
+    PRIMARY KEY (session_id, kind, turn_index)
+);
 CREATE TABLE IF NOT EXISTS subagents (
     session_id TEXT, ord INTEGER, agent_id TEXT, layout TEXT, file TEXT, agent_type TEXT, description TEXT,
     tool_use_id TEXT, turn_index INTEGER, prompt TEXT, summary_text TEXT, started_at TEXT, ended_at TEXT,
@@ -76,7 +97,11 @@ CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB);
 """
 
 DERIVED_TABLES = ("files", "sessions", "turns", "invocations", "subagents", "texts", "meta", "index_points",
-                  "index_sessions", "embed_cache")
+                  "index_sessions", "embed_cache", "llm_calls", "turn_events", "file_backups", "summaries")
+# Rows a session rewrite replaces (summaries are kept: each records the hash of what it
+# summarised, so an unchanged turn keeps its — possibly costly — summary across rescans).
+SESSION_TABLES = ("sessions", "turns", "invocations", "subagents", "texts", "llm_calls", "turn_events",
+                  "file_backups")
 
 
 @dataclass(slots=True)
@@ -190,7 +215,7 @@ class Catalog:
         db = self.db
         sid = s.session_id
         if known:
-            for table in ("sessions", "turns", "invocations", "subagents", "texts"):
+            for table in SESSION_TABLES:
                 db.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
         main_turns = [t for t in s.turns]
         calls = sum(t.metrics.tool_call_count for t in main_turns)
@@ -229,6 +254,14 @@ class Catalog:
                          m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens))
         self.db.executemany("INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
         self._insert_invocations(sid, owner, turns)
+        events, backups = [], []
+        for t in turns:
+            for i, e in enumerate(t.events):
+                events.append((sid, t.index, i, e.type, e.timestamp, orjson.dumps(e.data).decode()))
+            for b in t.backups:
+                backups.append((sid, t.index, b.path, b.version, b.backup_file, b.backup_time))
+        self.db.executemany("INSERT INTO turn_events VALUES (?,?,?,?,?,?)", events)
+        self.db.executemany("INSERT INTO file_backups VALUES (?,?,?,?,?,?)", backups)
 
     def _insert_invocations(self, sid: str, owner: str, turns: Iterable[Turn]) -> None:
         rows = []
@@ -237,8 +270,12 @@ class Catalog:
                 rows.append((sid, owner, t.index, i, v.tool_name, v.tool_use_id, v.sequence, v.parallel_group,
                              int(v.is_error), v.file_path, v.command, v.description, v.input_brief,
                              v.result_brief, v.timestamp, v.result_timestamp, v.lines_added, v.lines_removed,
-                             int(v.file_created), v.agent_id))
-        self.db.executemany("INSERT INTO invocations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                             int(v.file_created), v.agent_id, v.diff, v.before_hash, v.after_hash))
+        self.db.executemany("INSERT INTO invocations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        calls = [(sid, owner, t.index, i, c.message_id, c.model, c.timestamp, c.input_tokens, c.output_tokens,
+                  c.cache_read_tokens, c.cache_creation_tokens, c.tool_calls)
+                 for t in turns for i, c in enumerate(t.llm_calls)]
+        self.db.executemany("INSERT INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", calls)
 
     # ------------------------------------------------------------------ queries
     def session_ids(self) -> list[str]:

@@ -291,10 +291,6 @@ def _check_non_empty(v: str) -> str:
     return v
 
 
-def _check_secret(v: SecretStr) -> SecretStr:
-    if not v.get_secret_value().strip():
-        raise ValueError("must not be empty")
-    return v
 
 
 def _check_finite(v: float) -> float:
@@ -309,7 +305,6 @@ def _expand_path(v: Path) -> Path:
 
 UrlStr = Annotated[str, AfterValidator(_check_url)]
 NonEmptyStr = Annotated[str, AfterValidator(_check_non_empty)]
-ApiKey = Annotated[SecretStr, AfterValidator(_check_secret)]
 Finite = Annotated[float, AfterValidator(_check_finite)]
 ExpandedPath = Annotated[Path, AfterValidator(_expand_path)]
 
@@ -332,7 +327,9 @@ class Settings(BaseSettings):
     machine: NonEmptyStr = Field(default_factory=socket.gethostname)
     backend: Literal["edge", "server"] = "edge"
     qdrant_url: UrlStr | None = None
-    qdrant_api_key: ApiKey | None = None
+    # A plain str (the store passes it to qdrant-client as is), kept out of repr()
+    # so logging a Settings never prints it; `show_config` masks it.
+    qdrant_api_key: NonEmptyStr | None = Field(None, repr=False)
     embedding_model: NonEmptyStr = DEFAULT_EMBEDDING_MODEL
     teammate_weight: Finite = Field(0.8, ge=0, le=1)
     other_repo_weight: Finite = Field(0.7, ge=0, le=1)
@@ -417,10 +414,6 @@ class Settings(BaseSettings):
         """Where each setting came from: cli, file, env or default."""
         return dict(self._sources)
 
-    def api_key(self) -> str | None:
-        """The Qdrant API key in clear, for the one place that sends it to a server."""
-        return self.qdrant_api_key.get_secret_value() if self.qdrant_api_key is not None else None
-
 
 def load_settings(claude_dir: Path | str | None = None, **overrides: object) -> Settings:
     """Settings for this run; `claude_dir` and `overrides` come from CLI flags
@@ -473,9 +466,11 @@ def _validate_value(key: str, value: Any, origin: str) -> Any:
 
 def _adapter_for(key: str) -> TypeAdapter[Any]:
     info = Settings.model_fields[key]
+    annotation: Any = info.annotation
     if not info.metadata:
-        return TypeAdapter(info.annotation)
-    return TypeAdapter(Annotated[info.annotation, *info.metadata])  # the field's ge/le bounds
+        return TypeAdapter(annotation)
+    typ: Any = Annotated[annotation, *info.metadata]  # the field's ge/le bounds
+    return TypeAdapter(typ)
 
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {k: _adapter_for(k) for k in FILE_KEYS}
@@ -503,7 +498,7 @@ def show_config(settings: Settings) -> dict[str, dict[str, Any]]:
     for key in ("claude_dir", *FILE_KEYS, "machine"):
         v: Any = getattr(settings, key)
         if key in SECRET_KEYS and v is not None:
-            v = _mask(v.get_secret_value())
+            v = _mask(v.get_secret_value() if isinstance(v, SecretStr) else str(v))
         else:
             v = _to_file_value(v)
         src = settings._sources.get(key, "default")

@@ -163,8 +163,27 @@ class Extractor:
             if t["assistant_text"]:
                 add("assistant_response", t["turn_index"], t["assistant_text"], timestamp=t["ended_at"],
                     turn_index=t["turn_index"])
+        self._summaries(sid, turns, row, add)
         self._chunks(sid, turns, subs, add)
         return docs
+
+    def _summaries(self, sid: str, turns: list[dict[str, Any]], row: dict[str, Any],
+                   add: Callable[..., None]) -> None:
+        """Turn and session summaries (brought up to date in the catalog first).
+
+        A turn summary is indexed only for turns that used tools: for a question-and-answer
+        turn it would repeat the `user_message` and `assistant_response` points already there.
+        """
+        from jacked.summarize import SESSION_TURN, ensure_summaries, summaries_for
+
+        ensure_summaries(self.catalog, sid)
+        by_turn, session = summaries_for(self.catalog, sid)
+        for t in turns:
+            s = by_turn.get(t["turn_index"])
+            if s and (t["tool_call_count"] or 0) > 0:
+                add("turn_summary", t["turn_index"], s["text"], timestamp=t["started_at"], turn_index=t["turn_index"])
+        if session:
+            add("session_summary", SESSION_TURN, session["text"], timestamp=row.get("ended_at"))
 
     def _chunks(self, sid: str, turns: list[dict[str, Any]], subs: list[dict[str, Any]],
                 add: Callable[..., None]) -> None:

@@ -147,6 +147,7 @@ _PK_HEADER_LINE = re.compile(rb"[ \t]*[A-Za-z][A-Za-z0-9\-]*: [^\r\n\\]*")
 # (PEM lines are 64-70 characters; only the last one is short).
 _PK_PROSE_WORD = re.compile(rb"[ \t]*[a-z]{1,15}[ \t]*")
 _PK_MAX_BODY = 64 * 1024  # bigger than any real key; bounds the END search
+_PK_HAS_BODY = re.compile(rb"[A-Za-z0-9+/=]{16}")
 
 
 def _pk_open_end(data: bytes, pos: int) -> int:
@@ -178,10 +179,14 @@ def _find_private_keys(data: bytes, out: list[_Span]) -> None:
             return
         e = _PK_END.search(data, m.end(), min(len(data), m.end() + _PK_MAX_BODY))
         if e and _PK_BODY.fullmatch(data, m.end(), e.start()):
-            end = e.end()
+            end, body = e.end(), data[m.end():e.start()]
         else:
             end = _pk_open_end(data, m.end())
-        out.append((m.start(), end, "private_key"))
+            body = data[m.end():end]
+        # A marker line with no key after it (code that looks for keys, docs) is
+        # not a secret; a key has at least a line of base64.
+        if _PK_HAS_BODY.search(body):
+            out.append((m.start(), end, "private_key"))
         pos = end
 
 
@@ -223,7 +228,7 @@ _PLACEHOLDER_WORDS = frozenset({
     "none", "null", "nil", "undefined", "true", "false", "str", "string", "bytes", "int",
     "optional", "required", "password", "passwd", "passphrase", "secret", "token", "apikey",
     "api_key", "api-key", "redacted", "changeme", "change_me", "example", "placeholder",
-    "dummy", "fake", "test", "todo", "tbd", "hidden", "masked", "secretstr", "env",
+    "dummy", "fake", "test", "todo", "tbd", "hidden", "masked", "secretstr", "env", "value", "values",
 })
 _MASK_CHARS = frozenset("*xX•.-_#?·…")
 
@@ -233,8 +238,8 @@ def _is_placeholder(v: str) -> bool:
     if len(v) < 4:
         return True
     c0 = v[0]
-    if c0 in "<{$%*[(`" or v[-1] in ">}":
-        return True  # <password>, {token}, ${TOKEN}, $TOKEN, %s, ***, [REDACTED:..]
+    if c0 in "<{$%*[(`#" or v[-1] in ">}":
+        return True  # <password>, {token}, ${TOKEN}, $TOKEN, %s, ***, [REDACTED:..], #ccc
     lv = v.lower()
     if lv in _PLACEHOLDER_WORDS:
         return True
@@ -321,24 +326,41 @@ def _key_kind(key: str) -> str | None:
     return _KIND_OF_WORD.get(m.group(0), "api_key")
 
 
-def _bare_is_secret(v: str, next_char: int, env_style: bool, url_or_cli: bool) -> bool:
+# A quoted name rather than a value: letters and separators, no digit
+# (`_SEND_MESSAGE_TOKEN = "send_message"`, `ENV_SECRET_KEY = "LANGFUSE_SECRET_KEY"`,
+# `api_key="fal-ai-api-key"`). Real tokens and keys are random and hold digits.
+_NAMEISH = re.compile(r"[A-Za-z_][A-Za-z_]*(?:[.\-_/:][A-Za-z_]+)*")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # password = "DB_PASSWORD": a variable's name
+_CALLISH = re.compile(r"[A-Za-z_][\w.]*\(.*\)")  # `get_token()` in backticks or quotes
+
+
+def _bare_is_secret(v: str, next_char: int, kind: str, env_style: bool, url_or_cli: bool) -> bool:
     if _is_placeholder(v):
         return False
     if env_style or url_or_cli:
         return True  # KEY=value in .env / export / `--password=x` / `?token=x` is a literal
     if next_char in b"([.{":
         return False  # get_token(), os.environ[...]: a call or subscript
+    v = v.rstrip(":.,")
     if _CODEISH.fullmatch(v):
         return False  # token = token, password: str, secret = self.secret, port: 5432
+    if kind != "password" and _NAMEISH.fullmatch(v):
+        return False  # prose: "the exchanged token: re-exchanging it ..."
     return True
 
 
-def _quoted_is_secret(v: str) -> bool:
+def _quoted_is_secret(v: str, kind: str, quote: str = '"') -> bool:
     if _is_placeholder(v):
         return False
     if " " in v or "\t" in v:
         return False  # prose ("the token expired"), not a credential
-    return True
+    if quote == "`" or _CALLISH.fullmatch(v):
+        return not (_CODEISH.fullmatch(v) or _CALLISH.fullmatch(v))  # `token` / `get_token()` in prose
+    if kind == "password":
+        # Human passwords can be plain words (`"correct-horse-battery"`): only an
+        # environment variable's name is taken for a reference.
+        return not _ENV_NAME.fullmatch(v)
+    return not _NAMEISH.fullmatch(v)
 
 
 def _find_assignments(data: bytes, low: bytes, out: list[_Span]) -> None:
@@ -350,7 +372,8 @@ def _find_assignments(data: bytes, low: bytes, out: list[_Span]) -> None:
         p = find(trig)
         while p != -1:
             nxt = p + len(trig)
-            ke = key_fwd(data, nxt).end()
+            km = key_fwd(data, nxt)  # `[...]*` always matches, maybe empty
+            ke = km.end() if km else nxt
             if ke < n and data[ke] in _AFTER_KEY:
                 ks = p
                 lim = max(0, p - _KEY_BACK_MAX)
@@ -383,9 +406,9 @@ def _judge_key(data: bytes, ks: int, ke: int, n: int, out: list[_Span]) -> None:
     m = _ASSIGN.match(data, ke)
     if m is None:
         return
-    key_quote, sp1, sep, sp2, _vq, qv, bv = m.groups()
+    key_quote, sp1, sep, sp2, vq, qv, bv = m.groups()
     if qv is not None:
-        if _quoted_is_secret(qv.decode("utf-8", "replace")):
+        if _quoted_is_secret(qv.decode("utf-8", "replace"), kind, vq.decode()[-1:]):
             out.append((m.start(6), m.end(6), kind))
         return
     core = key.lstrip("-.")
@@ -393,7 +416,7 @@ def _judge_key(data: bytes, ks: int, ke: int, n: int, out: list[_Span]) -> None:
                  and core.isupper() and core[:1].isalpha())
     url_or_cli = sep == b"=" and not sp1 and (key.startswith("--") or prev in (63, 38))  # ? &
     end = m.end(7)
-    if _bare_is_secret(bv.decode("utf-8", "replace"), data[end] if end < n else 0, env_style, url_or_cli):
+    if _bare_is_secret(bv.decode("utf-8", "replace"), data[end] if end < n else 0, kind, env_style, url_or_cli):
         out.append((m.start(7), end, kind))
 
 
@@ -402,8 +425,11 @@ def _check_authorization(data: bytes, ke: int, out: list[_Span]) -> bool:
     if m is None:
         return False
     v = m.group(3).decode("ascii")
+    end = m.end(3)
+    if data[end:end + 1] in (b"(", b"["):
+        return True  # self._auth = base64.b64encode(...): code
     if not (_is_placeholder(v) or _CODEISH.fullmatch(v)):  # `Bearer $TOKEN`, `auth: token`
-        out.append((m.start(3), m.end(3), "authorization"))
+        out.append((m.start(3), end, "authorization"))
     return True
 
 
@@ -421,7 +447,7 @@ def _check_aws_secret(data: bytes, ke: int, out: list[_Span]) -> bool:
 # ~20 separate passes below cost more in call overhead than in scanning.
 _GATE = re.compile(rb"akia|asia|gh[pousr]_|github_pat_|glpat-|sk[-_]|xox|eyj|aiza|npm_|private key|://"
                    rb"|pass|pwd|secret|token|api|_key|auth")
-_GATE_BELOW = 512
+_GATE_BELOW = 256
 
 
 def _scan(data: bytes) -> list[_Span]:
@@ -536,36 +562,59 @@ def redact_obj(obj: Any) -> Any:
     return _rebuild(obj, iter(redact_many(strings)))
 
 
+# The walks below handle the common leaves (str, numbers, None) inline and recurse
+# for everything else: on transcript records (many small dicts) the walk, not the
+# scan, is most of the cost. Both walks must visit strings in the same order.
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def _collect(obj: Any, acc: list[str]) -> None:
+    append = acc.append
     if isinstance(obj, str):
-        acc.append(obj)
+        append(obj)
     elif isinstance(obj, dict):
         for k, v in obj.items():
             if isinstance(k, str):
-                acc.append(k)
-            _collect(v, acc)
+                append(k)
+            tv = type(v)
+            if tv is str:
+                append(v)
+            elif tv not in _SCALARS:
+                _collect(v, acc)
     elif isinstance(obj, (list, tuple)):
         for v in obj:
-            _collect(v, acc)
+            tv = type(v)
+            if tv is str:
+                append(v)
+            elif tv not in _SCALARS:
+                _collect(v, acc)
 
 
 def _rebuild(obj: Any, it: Iterator[str]) -> Any:
-    # Walks in the same order as _collect, taking the redacted strings in turn.
+    """A copy of `obj` taking, in _collect's order, the redacted strings from `it`."""
     if isinstance(obj, str):
         return next(it)
     if isinstance(obj, dict):
         new: dict[Any, Any] = {}
         for k, v in obj.items():
-            nk = next(it) if isinstance(k, str) else k
-            nv = _rebuild(v, it)
-            if isinstance(k, str) and isinstance(nv, str) and not nv.startswith(MARK_PREFIX):
+            if isinstance(k, str):
+                k = next(it)
+            tv = type(v)
+            if tv is str:
+                nv = next(it)
+            elif tv in _SCALARS:
+                new[k] = v
+                continue
+            else:
+                nv = _rebuild(v, it)
+            if type(nv) is str and type(k) is str:
                 kind = _key_kind(k)
-                if kind is not None and _quoted_is_secret(nv):
+                # A value under a secret-named key is a secret as a whole.
+                if kind is not None and not nv.startswith(MARK_PREFIX) and _quoted_is_secret(nv, kind):
                     nv = f"{MARK_PREFIX}{kind}]"
-            new[nk] = nv
+            new[k] = nv
         return new
-    if isinstance(obj, list):
-        return [_rebuild(v, it) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_rebuild(v, it) for v in obj)
+    if isinstance(obj, (list, tuple)):
+        out = [next(it) if type(v) is str else v if type(v) in _SCALARS else _rebuild(v, it) for v in obj]
+        return out if isinstance(obj, list) else tuple(out)
     return obj

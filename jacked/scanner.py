@@ -71,8 +71,13 @@ def _probe(path: Path, offset: int) -> tuple[str, str]:
 class Scanner:
     """Brings the catalog up to date with a Claude directory."""
 
-    def __init__(self, catalog: Catalog, claude_dir: Path, user_name: str | None = None) -> None:
+    def __init__(self, catalog: Catalog, claude_dir: Path, user_name: str | None = None,
+                 archive: Any = True) -> None:
+        from jacked.archive import for_catalog
+
         self.catalog = catalog
+        # The archive keeps a compressed copy of every file read (True: the one beside the catalog).
+        self.archive = for_catalog(catalog, claude_dir) if archive is True else (archive or None)
         self.user_name = user_name
         self.claude_dir = claude_dir
         self.projects_dir = claude_dir / "projects"
@@ -96,6 +101,8 @@ class Scanner:
         if only is not None:
             groups = [g for g in groups if only(g)]
         report.session_ids = [g.session_id for g in groups]
+        if self.archive is not None:
+            self.archive.capture_plans(self.plans_dir)
         done = 0
         while done < len(groups):
             # Several sessions per transaction (each still all-or-nothing): commits are costly.
@@ -110,6 +117,9 @@ class Scanner:
                     done += 1
                     if progress:
                         progress(done, len(groups))
+        if self.archive is not None and only is None:
+            # Sessions whose transcript Claude Code deleted stay in the scan, read from the archive if need be.
+            self.archive.restore_missing(self, report, {str(g.main.absolute()) for g in groups if g.main})
         totals = self.catalog.totals()
         report.sessions = totals["sessions"]
         report.seconds = time.perf_counter() - t0
@@ -117,6 +127,8 @@ class Scanner:
 
     def scan_group(self, group: SessionFiles, report: ScanReport, in_transaction: bool = False) -> Session | None:
         """Scan one session's files; returns the session when it was (re)built."""
+        if self.archive is not None:
+            self.archive.capture_group(group)
         stats: dict[Path, os.stat_result] = {}
         changed = False
         for p in group.all_paths():
@@ -146,11 +158,15 @@ class Scanner:
             subs.append((b, sf.layout, read_meta(sf.meta_path)))
         session_id = group.session_id
         session = assemble(session_id, group.project_dir, main_builder, subs, self.plans_dir)
+        if self.archive is not None and session.slug:
+            self.archive.capture(self.plans_dir / f"{session.slug}.md", "plan")
         skipped = (main_state.malformed + main_state.pending_malformed) if main_state else 0
         skipped += session.lines_unknown
         session.lines_malformed = skipped - session.lines_unknown
         session.lines_skipped = skipped
-        known = any(self.rel(p) in self.known for p in group.all_paths())
+        # The same session may already be cataloged from another path (a copy, another Claude dir).
+        known = any(self.rel(p) in self.known for p in group.all_paths()) or \
+            self.catalog.get_session_row(session_id) is not None
         if in_transaction:
             self._write(states, session, skipped, known)
         else:

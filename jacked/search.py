@@ -41,11 +41,22 @@ def sanitize_query(query: str) -> str:
     return q[:MAX_QUERY_CHARS]
 
 
+# `--scope`: which layer of the memory to search (the content types of each layer).
+SCOPES: dict[str, tuple[str, ...] | None] = {
+    "sessions": ("session_summary", "plan", "title", "summary_label", "compact_summary", "recap",
+                 "subagent_summary"),
+    "turns": ("turn_summary", "user_message", "assistant_response"),
+    "messages": ("user_message", "assistant_response", "chunk"),
+    "all": None,
+}
+
+
 @dataclass
 class SearchOptions:
     """Filters and weighting of a search."""
 
     types: list[str] | None = None
+    scope: str | None = None  # sessions | turns | messages | all; narrows `types` to that layer
     agent_type: str | None = None
     repo: str | None = None
     user: str | None = None
@@ -56,7 +67,20 @@ class SearchOptions:
     now: datetime | None = None
     weights: dict[str, float] = field(default_factory=dict)
 
+    def content_types(self) -> list[str] | None:
+        """The content types to search: `types`, within the `scope`'s layer when both are given."""
+        layer = SCOPES.get(self.scope or "all")
+        if layer is None:
+            return self.types
+        if not self.types:
+            return list(layer)
+        return [t for t in self.types if t in layer]
+
     def validate(self) -> None:
+        if self.scope is not None and self.scope not in SCOPES:
+            raise SearchError(f"unknown scope {self.scope!r}: use one of {', '.join(SCOPES)}")
+        if self.scope and self.types and not self.content_types():
+            raise SearchError(f"none of the --type values is in scope {self.scope!r}")
         for t in self.types or []:
             if t not in CONTENT_TYPES:
                 raise SearchError(f"unknown content type {t!r}: use one of {', '.join(CONTENT_TYPES)}")
@@ -94,7 +118,7 @@ class Searcher:
         now = opts.now or now_utc()
         since_ts = parse_since(opts.since, now).timestamp() if opts.since else None
         user = self.settings.user_name if opts.mine else opts.user
-        flt = SearchFilter(content_types=opts.types, agent_type=opts.agent_type, repo=opts.repo, user_name=user,
+        flt = SearchFilter(content_types=opts.content_types(), agent_type=opts.agent_type, repo=opts.repo, user_name=user,
                            since_ts=since_ts)
         dense_vec = self.dense.embed_query(q)
         sparse_vec = self.sparse.embed_query(q)

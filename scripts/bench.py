@@ -282,8 +282,50 @@ def bench_hook(claude_dir: Path, repeat: int, runs: int = 7) -> dict[str, float]
     return {"hook_median_s": med}
 
 
+def bench_stats(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str, float]:
+    """`jacked stats --json` on a generated 1,000-session catalog (goal: under 200 ms once built).
+
+    Prints the library call (the SQL and the one-pass aggregation, with `--tool` too) and the
+    whole CLI command as a user runs it (process start and the up-to-date check of the
+    transcripts included), beside the bare `python -c pass` start time.
+    """
+    import os
+    import subprocess
+
+    from jacked.catalog import Catalog
+    from jacked.scanner import scan
+    from jacked.stats import StatsQuery, compute_stats
+
+    corpus = generate(sessions)
+    work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
+    try:
+        cat = Catalog(work / "home" / "catalog.db")
+        scan(cat, corpus)
+        turns = cat.totals()["turns"]
+        calls = cat.db.execute("SELECT COUNT(*) FROM invocations").fetchone()[0]
+        t_lib = best_of(repeat, lambda: compute_stats(cat, StatsQuery()))
+        t_tool = best_of(repeat, lambda: compute_stats(cat, StatsQuery(tool="Edit")))
+        cat.close()
+        exe = Path(sys.executable).parent / "jacked"
+        env = dict(os.environ, CLAUDE_CONFIG_DIR=str(corpus), JACKED_HOME=str(work / "home"))
+        run = lambda *a: subprocess.run([str(exe), *a], env=env, capture_output=True, check=True)  # noqa: E731
+        t_cli = best_of(repeat, lambda: run("stats", "--json"))
+        t_cli_noscan = best_of(repeat, lambda: run("stats", "--json", "--no-scan"))
+        t_help = best_of(repeat, lambda: run("--help"))
+        t_bare = best_of(repeat, lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"stats: {sessions} generated sessions, {turns} turns, {calls} tool calls")
+    print(f"  compute_stats (library)         : {t_lib * 1000:7.1f} ms (goal < 200)")
+    print(f"  compute_stats --tool Edit       : {t_tool * 1000:7.1f} ms")
+    print(f"  `jacked stats --json` wall time : {t_cli * 1000:7.1f} ms (with the check for new transcript lines)")
+    print(f"  `jacked stats --json --no-scan` : {t_cli_noscan * 1000:7.1f} ms")
+    print(f"  process floor: `jacked --help` {t_help * 1000:.1f} ms, bare `python -c pass` {t_bare * 1000:.1f} ms")
+    return {"stats_ms": t_lib * 1000, "stats_cli_ms": t_cli * 1000, "stats_cli_noscan_ms": t_cli_noscan * 1000}
+
+
 BENCHES = {"scan": bench_scan, "backfill": bench_backfill, "search": bench_search, "rss": bench_rss,
-           "hook": bench_hook}
+           "hook": bench_hook, "stats": bench_stats}
 
 
 def main() -> int:

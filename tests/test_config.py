@@ -70,6 +70,12 @@ def test_defaults(claude: Path) -> None:
     assert not (claude / "jacked.json").exists(), "reading must not create the file"
 
 
+def test_default_model_is_the_offline_one() -> None:
+    from jacked.embed import DEFAULT_MODEL
+
+    assert config.DEFAULT_EMBEDDING_MODEL == DEFAULT_MODEL
+
+
 def test_stub_api_still_works(claude: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     other = tmp_path / "other-claude"
     s = load_settings(claude_dir=other)
@@ -214,7 +220,7 @@ def test_api_key_is_masked(claude: Path) -> None:
                                        "origin": str(claude / "jacked.json")}
     assert API_KEY not in json.dumps(shown)
     assert API_KEY not in repr(s) and API_KEY not in str(s)
-    assert s.api_key() == API_KEY
+    assert s.qdrant_api_key == API_KEY  # in clear for the store, which sends it to the server
 
 
 def test_show_config_lists_every_key_with_its_source(claude: Path, monkeypatch: pytest.MonkeyPatch) -> None:

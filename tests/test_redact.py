@@ -174,7 +174,8 @@ def test_escaped_newline_before_a_secret_is_a_boundary() -> None:
     text = '{"stdout": "AWS_REGION=eu-west-1\\nAKIAQ7XT2M4N6P8R0S1U\\nDB_PASSWORD=hunter2pw\\n"}'
     out = redact(text)
     assert AWS_ID not in out and "hunter2pw" not in out
-    assert json.loads(out)["stdout"] == "AWS_REGION=eu-west-1\n[REDACTED:aws_access_key]\nDB_PASSWORD=[REDACTED:password]\n"
+    assert json.loads(out)["stdout"] == ("AWS_REGION=eu-west-1\n[REDACTED:aws_access_key]\n"
+                                         "DB_PASSWORD=[REDACTED:password]\n")
 
 
 # --------------------------------------------------------------------------- false positives
@@ -221,6 +222,16 @@ def test_escaped_newline_before_a_secret_is_a_boundary() -> None:
         "cache_key = f'user:{uid}'",
         "sort_key=lambda x: x[0]",
         "[REDACTED:password] and [REDACTED:private_key]",
+        '_SEND_MESSAGE_TOKEN = "send_message"',
+        'ENV_SECRET_KEY = "LANGFUSE_SECRET_KEY"',
+        'client = InferenceClient(provider="fal-ai", api_key="fal-ai-api-key")',
+        "styles = {Token: '#cccccc', Comment: '#888888'}",
+        "# reuse the cached token: `get_token()` may refresh it",
+        "# cache for the exchanged token: re-exchanging on every call is slow",
+        "self._auth = base64.b64encode(f'{user}:{pw}'.encode())",
+        '_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"',
+        'password = os.getenv("DB_PASSWORD")',
+        'password = "DB_PASSWORD"',
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
@@ -345,7 +356,7 @@ def _check_corpus(before: list[str], after: list[str], planted: list[str]) -> No
         pieces += [value[i:i + 16] for i in range(0, max(1, len(value) - 15), 8)
                    if "-----" not in value[i:i + 16]]
     # Everything else is left alone.
-    changed = [(b, a) for b, a in zip(before, after) if b != a]
+    changed = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
     assert changed, "the secrets must appear in the corpus strings"
     # Fragments are looked for where the secrets were (searching the whole corpus
     # for hundreds of windows would dominate the test's time).

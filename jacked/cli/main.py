@@ -21,6 +21,16 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 from jacked.cli import history as history_cli
 from jacked.cli import index as index_cli
 from jacked.cli import search as search_cli
+from jacked.cli import retrieve as retrieve_cli
+from jacked.cli import config_cmd as config_cli
+from jacked.cli import install as install_cli
+from jacked.cli import archive as archive_cli
+from jacked.cli import mcp_cmd as mcp_cli
+from jacked.cli import restore as restore_cli
+from jacked.cli import stats as stats_cli
+from jacked.cli import summarize as summarize_cli
+from jacked.cli import timeline as timeline_cli
+from jacked.cli import ui as ui_cli
 from jacked.cli.common import STATE, CliError
 
 app = typer.Typer(
@@ -45,6 +55,16 @@ def main(
 history_cli.register(app)
 index_cli.register(app)
 search_cli.register(app)
+stats_cli.register(app)
+timeline_cli.register(app)
+summarize_cli.register(app)
+restore_cli.register(app)
+mcp_cli.register(app)
+retrieve_cli.register(app)
+config_cli.register(app)
+install_cli.register(app)
+archive_cli.register(app)
+ui_cli.register(app)
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
@@ -52,12 +72,16 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from jacked.config import ConfigError
     from jacked.embed import EmbedError
     from jacked.history import SessionNotFound
+    from jacked.install import InstallError
+    from jacked.retrieve import RetrieveError
+    from jacked.restore import RestoreError
     from jacked.search import SearchError
+    from jacked.timeline import TimelineError
     from jacked.store import StoreError
     from jacked.timeutil import TimeParseError
 
     return (CliError, ConfigError, SessionNotFound, SearchError, StoreError, EmbedError, TimeParseError,
-            sqlite3.DatabaseError, OSError)
+            RetrieveError, InstallError, RestoreError, TimelineError, sqlite3.DatabaseError, OSError)
 
 
 def run() -> None:

@@ -12,6 +12,7 @@ from jacked.cli.common import CliError, print_json, print_jsonl, settings
 def search_cmd(
     query: Optional[str] = typer.Argument(None, help="What to look for (words, a paraphrase, an error message)."),
     types: Optional[list[str]] = typer.Option(None, "--type", "-t", help="Only these content types (repeatable)."),
+    scope: Optional[str] = typer.Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
     agent_type: Optional[str] = typer.Option(None, "--agent-type", help="Only subagent units of this agent type."),
     repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo."),
     user: Optional[str] = typer.Option(None, "--user", help="Only this user's sessions."),
@@ -35,7 +36,7 @@ def search_cmd(
         queries = [query]
     else:
         raise CliError("give a query, or --batch FILE")
-    opts = SearchOptions(types=types or None, agent_type=agent_type, repo=repo, user=user, mine=mine, since=since,
+    opts = SearchOptions(types=types or None, scope=scope, agent_type=agent_type, repo=repo, user=user, mine=mine, since=since,
                          limit=limit, current_repo=current_repo_name())
     results = search_many(settings(), queries, opts)
     if batch is not None:

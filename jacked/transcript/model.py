@@ -38,6 +38,12 @@ class Invocation:
     file_created: bool = False
     agent_id: str | None = None  # the subagent a Task/Agent call started
     parallel_group: int = 0  # set when the turn is finalised
+    # File changes (Edit/MultiEdit/Write): a bounded, redacted unified diff from the result's
+    # `structuredPatch` (a created file: its lines as additions) and content hashes of the
+    # file before and after, where the result carries enough to compute them.
+    diff: str | None = None
+    before_hash: str | None = None
+    after_hash: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +86,43 @@ class TurnMetrics:
 
 
 @dataclass(slots=True)
+class LlmCall:
+    """One API response of a turn: its model and token usage (the last line of the response wins)."""
+
+    message_id: str
+    model: str | None
+    timestamp: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    tool_calls: int = 0
+
+
+@dataclass(slots=True)
+class TurnEvent:
+    """A notable non-tool moment of a turn, kept for timelines: `compaction` for now."""
+
+    type: str
+    timestamp: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class FileBackup:
+    """A `file-history-snapshot` entry: Claude Code backed `path` up as `backup_file` (version n).
+
+    The backup lives in `<claude dir>/file-history/<session id>/<backup_file>` and holds the
+    file's content at `backup_time`; `backup_file` is None when the file did not exist yet.
+    """
+
+    path: str  # as Claude Code wrote it: relative to the session's cwd, or absolute
+    version: int
+    backup_file: str | None
+    backup_time: str | None
+
+
+@dataclass(slots=True)
 class Turn:
     """A human prompt and everything that happened until the next one."""
 
@@ -96,6 +139,9 @@ class Turn:
     compacted: bool = False
     interrupted: bool = False
     models: list[str] = field(default_factory=list)
+    llm_calls: list[LlmCall] = field(default_factory=list)
+    events: list[TurnEvent] = field(default_factory=list)
+    backups: list[FileBackup] = field(default_factory=list)  # first seen in this turn
 
 
 @dataclass(slots=True)

@@ -7,6 +7,7 @@ The rules are DESIGN.md's "Turn rules"; each branch below names the rule it foll
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
@@ -18,19 +19,23 @@ from jacked.transcript.model import (
     EDIT_TOOLS,
     READ_TOOLS,
     WRITE_TOOLS,
+    FileBackup,
     Invocation,
+    LlmCall,
     Subagent,
     TextUnit,
     Turn,
+    TurnEvent,
     TurnMetrics,
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 3
+PARSER_VERSION = 4
 
 BRIEF_INPUT_CHARS = 1200
 BRIEF_RESULT_CHARS = 2000
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
+MAX_DIFF_CHARS = 4000  # a file change's diff is kept up to here (timelines show changes, not files)
 
 NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
 KNOWN_TYPES = frozenset({
@@ -122,6 +127,76 @@ def _patch_counts(patch: Any) -> tuple[int, int]:
     return added, removed
 
 
+def content_hash(text: str) -> str:
+    """The hash jacked gives a file's content (before/after an edit, or a file-history backup)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _patch_diff(patch: Any) -> str | None:
+    """`structuredPatch` hunks as unified-diff text, bounded (the lines are what people read)."""
+    if not isinstance(patch, list) or not patch:
+        return None
+    out: list[str] = []
+    size = 0
+    for hunk in patch:
+        if not isinstance(hunk, dict):
+            continue
+        head = (f"@@ -{hunk.get('oldStart', '?')},{hunk.get('oldLines', '?')} "
+                f"+{hunk.get('newStart', '?')},{hunk.get('newLines', '?')} @@")
+        for ln in [head] + [x for x in (hunk.get("lines") or []) if isinstance(x, str)]:
+            out.append(ln)
+            size += len(ln) + 1
+            if size > MAX_DIFF_CHARS * 2:  # stop joining early: the result is cut below anyway
+                break
+    return _short("\n".join(out), MAX_DIFF_CHARS) if out else None
+
+
+def _created_diff(body: str) -> str:
+    """A created file's diff: every line an addition."""
+    head = body[:MAX_DIFF_CHARS * 2]
+    return _short("\n".join("+" + ln for ln in head.splitlines()), MAX_DIFF_CHARS)
+
+
+def _apply_edits(original: Any, edits: list[tuple[Any, Any, bool]]) -> str | None:
+    """The file after string edits, or None when it cannot be known for sure."""
+    if not isinstance(original, str):
+        return None
+    text = original
+    for old, new, replace_all in edits:
+        if not isinstance(old, str) or not isinstance(new, str) or old not in text:
+            return None
+        text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    return text
+
+
+def _file_change(inv: Invocation, tur: dict[str, Any]) -> None:
+    """Diff and before/after hashes of a successful Edit/MultiEdit/Write, from its toolUseResult."""
+    if tur.get("type") == "create":
+        body = tur.get("content")
+        if isinstance(body, str):
+            inv.diff = _patch_diff(tur.get("structuredPatch")) or _created_diff(body)
+            inv.after_hash = content_hash(body)
+        return
+    inv.diff = _patch_diff(tur.get("structuredPatch"))
+    if inv.tool_name in WRITE_TOOLS:  # an update Write: the old file and the new content
+        if isinstance(tur.get("originalFile"), str):
+            inv.before_hash = content_hash(tur["originalFile"])
+        if isinstance(tur.get("content"), str):
+            inv.after_hash = content_hash(tur["content"])
+        return
+    original = tur.get("originalFile", tur.get("originalFileContents"))
+    if not isinstance(original, str):
+        return
+    inv.before_hash = content_hash(original)
+    if isinstance(tur.get("edits"), list):  # MultiEdit
+        edits = [(e.get("old_string"), e.get("new_string"), e.get("replace_all") is True)
+                 for e in tur["edits"] if isinstance(e, dict)]
+    else:
+        edits = [(tur.get("oldString"), tur.get("newString"), tur.get("replaceAll") is True)]
+    after = _apply_edits(original, edits)
+    inv.after_hash = content_hash(after) if after is not None else None
+
+
 def is_human_prompt(rec: dict[str, Any], content: Any) -> tuple[bool, str, bool]:
     """(starts a turn, prompt text, is a slash command) for a main-chain user record."""
     if rec.get("isMeta") or rec.get("isCompactSummary"):
@@ -160,6 +235,11 @@ class FileBuilder:
         self.cur_msg_seq: dict[str, int] = {}  # message.id -> sequence in the current turn
         self.cur_msg_calls: dict[str, int] = {}  # message.id -> tool calls so far
         self.cur_usage: dict[str, dict[str, int]] = {}  # message.id -> usage, last line wins
+        self.cur_llm: dict[str, LlmCall] = {}  # message.id -> the turn's API response record
+        # file-history backups seen before the prompt they belong to (snapshots precede it),
+        # and the (path, version) pairs already recorded: snapshots repeat every entry each turn
+        self.pending_backups: list[FileBackup] = []
+        self.backup_keys: set[tuple[str, int]] = set()
         self.pending: dict[str, Invocation] = {}  # tool_use_id -> invocation of any turn
         self.texts: list[TextUnit] = []
         self.session_id: str | None = None
@@ -231,6 +311,34 @@ class FileBuilder:
             self._title("ai_title", rec.get("aiTitle") or rec.get("title"), rec)
         elif rtype == "custom-title":
             self._title("custom_title", rec.get("customTitle") or rec.get("title"), rec)
+        elif rtype == "file-history-snapshot":
+            self._snapshot(rec)
+
+    def _snapshot(self, rec: dict[str, Any]) -> None:
+        """Record new file-history backups: an update belongs to the running turn, a fresh
+        snapshot to the prompt that follows it."""
+        snap = rec.get("snapshot")
+        backups = snap.get("trackedFileBackups") if isinstance(snap, dict) else None
+        if not isinstance(backups, dict) or not backups:
+            return
+        fresh: list[FileBackup] = []
+        for path, b in backups.items():
+            if not isinstance(path, str) or not isinstance(b, dict) or not isinstance(b.get("version"), int):
+                continue
+            key = (path, b["version"])
+            if key in self.backup_keys:
+                continue
+            self.backup_keys.add(key)
+            name = b.get("backupFileName")
+            when = b.get("backupTime")
+            fb = FileBackup(path=path, version=b["version"], backup_file=name if isinstance(name, str) else None,
+                            backup_time=when if isinstance(when, str) else None)
+            self._dirty.append((fb, "path"))
+            fresh.append(fb)
+        if rec.get("isSnapshotUpdate") and self.cur is not None:
+            self.cur.backups.extend(fresh)
+        else:
+            self.pending_backups.extend(fresh)
 
     def _note_context(self, rec: dict[str, Any]) -> None:
         ts = rec.get("timestamp")
@@ -271,11 +379,15 @@ class FileBuilder:
             index = 1
         turn = Turn(index=index, prompt=prompt, started_at=ts, is_slash_command=slash, ended_at=ts)
         self._dirty.append((turn, "prompt"))
+        if prompt is not None and self.pending_backups:
+            turn.backups.extend(self.pending_backups)
+            self.pending_backups = []
         self.turns.append(turn)
         self.cur = turn
         self.cur_msg_seq = {}
         self.cur_msg_calls = {}
         self.cur_usage = {}
+        self.cur_llm = {}
         return turn
 
     def _finish_turn(self) -> None:
@@ -335,6 +447,8 @@ class FileBuilder:
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentType"), str) and not inv.subagent_type:
                 inv.subagent_type = tur["agentType"]
             if not inv.is_error and (inv.tool_name in EDIT_TOOLS or inv.tool_name in WRITE_TOOLS):
+                _file_change(inv, tur)
+                self._dirty.append((inv, "diff"))
                 if tur.get("type") == "create":
                     body = tur.get("content")
                     inv.lines_added = len(body.splitlines()) if isinstance(body, str) else 0
@@ -363,9 +477,20 @@ class FileBuilder:
             if model not in self.models:
                 self.models.append(model)
         usage = msg.get("usage")
-        if isinstance(usage, dict) and model != "<synthetic>":
-            self.cur_usage[mid] = {k: v for k, v in usage.items() if isinstance(v, int)}
         ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if model != "<synthetic>":
+            call = self.cur_llm.get(mid)
+            if call is None:
+                call = LlmCall(message_id=mid, model=model if isinstance(model, str) else None, timestamp=ts)
+                self.cur_llm[mid] = call
+                turn.llm_calls.append(call)
+            if isinstance(usage, dict):
+                u = {k: v for k, v in usage.items() if isinstance(v, int)}
+                self.cur_usage[mid] = u
+                call.input_tokens = u.get("input_tokens", 0)
+                call.output_tokens = u.get("output_tokens", 0)
+                call.cache_read_tokens = u.get("cache_read_input_tokens", 0)
+                call.cache_creation_tokens = u.get("cache_creation_input_tokens", 0)
         for b in _blocks(msg.get("content")):
             bt = b.get("type")
             if bt == "text" and isinstance(b.get("text"), str) and b["text"].strip():
@@ -382,6 +507,8 @@ class FileBuilder:
             self.cur_msg_seq[mid] = len(self.cur_msg_seq)
             self.cur_msg_calls[mid] = 0
         self.cur_msg_calls[mid] += 1
+        if mid in self.cur_llm:
+            self.cur_llm[mid].tool_calls += 1
         name = str(b.get("name") or "?")
         inp = b.get("input") if isinstance(b.get("input"), dict) else {}
         inv = Invocation(tool_name=name, tool_use_id=str(b.get("id") or ""), sequence=self.cur_msg_seq[mid],
@@ -419,6 +546,10 @@ class FileBuilder:
         elif sub == "compact_boundary":
             if self.cur is not None:
                 self.cur.compacted = True
+                meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+                data = {"trigger": meta.get("trigger") if isinstance(meta.get("trigger"), str) else None,
+                        "pre_tokens": meta.get("preTokens") if isinstance(meta.get("preTokens"), int) else None}
+                self.cur.events.append(TurnEvent("compaction", ts, data))
         elif sub == "away_summary":
             text = rec.get("content")
             if isinstance(text, str) and text.strip():

@@ -1,0 +1,111 @@
+"""`jacked mcp` end to end: the server runs as a subprocess, the official SDK's stdio client lists
+its tools and calls each one on real fixture sessions (indexed with the real model and Edge shard)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from kit import REAL
+
+from jacked.config import load_settings
+from jacked.mcp_server import MAX_RESULT_TOKENS, TOOL_NAMES, page
+from jacked.tokens import count_tokens
+
+DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"
+CI = "fe869ecb-c176-478f-9734-7e4b8ef12cff"
+SESSIONS = (DEEP, CI, "cb2e607c-c758-415a-8b45-c49e4631906a")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> tuple[Path, Path]:
+    from jacked.indexer import Indexer
+
+    claude = tmp_path_factory.mktemp("mcp-claude")
+    for sid in SESSIONS:
+        src = next(REAL.rglob(f"{sid}.jsonl"))
+        dst = claude / "projects" / src.parent.name / src.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, dst)
+        for agent in src.parent.glob("agent-*.jsonl"):  # flat 2.0.x subagents of these sessions
+            if sid in agent.read_text(errors="replace")[:2000]:
+                shutil.copy(agent, dst.parent / agent.name)
+    shutil.copytree(REAL / "plans", claude / "plans")
+    home = tmp_path_factory.mktemp("mcp-home")
+    assert Indexer(load_settings(claude, jacked_home=str(home), user_name="ada")).backfill().errors == []
+    return claude, home
+
+
+async def _session(claude: Path, home: Path) -> dict[str, Any]:
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    exe = Path(sys.executable).parent / "jacked"
+    params = StdioServerParameters(command=str(exe), args=["mcp"], env={
+        "CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(home), "JACKED_USER_NAME": "ada",
+        "PATH": os.environ.get("PATH", "")})
+    calls = {
+        "search": {"query": "add tar archive support to the manifest", "scope": "turns", "limit": 3},
+        "retrieve": {"session_ids": [DEEP[:8]], "max_tokens": 3000},
+        "list_sessions": {"limit": 2},
+        "get_session": {"session_id": DEEP[:8]},
+        "list_turns": {"session_id": DEEP, "limit": 4},
+        "get_turn": {"session_id": DEEP, "turn_index": 6, "limit": 10},
+        "timeline": {"session_id": DEEP, "types": ["error", "file"], "limit": 5},
+        "file_history": {"path": "deep_manifest/deep_manifest.py", "limit": 3},
+        "stats": {"tool": "Edit"},
+        "restore": {"session_id": CI, "max_tokens": 2000},
+    }
+    out: dict[str, Any] = {}
+    async with Client(params) as client:
+        out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+        for name, args in calls.items():
+            r = await client.call_tool(name, args)
+            out[name] = (r.is_error, r.content[0].text)
+        r = await client.call_tool("list_sessions", {"offset": 2, "limit": 2})
+        out["list_sessions_2"] = (r.is_error, r.content[0].text)
+        r = await client.call_tool("get_turn", {"session_id": "no-such-session", "turn_index": 1})
+        out["bad"] = (r.is_error, r.content[0].text)
+    return out
+
+
+def test_every_tool_over_stdio(setup: tuple[Path, Path]) -> None:
+    out = anyio.run(_session, *setup)
+    assert out["tools"] == sorted(TOOL_NAMES)
+    for name in TOOL_NAMES:
+        is_error, body = out[name]
+        assert not is_error, f"{name}: {body}"
+        assert count_tokens(body) <= MAX_RESULT_TOKENS < 25_000
+    data = {name: json.loads(out[name][1]) for name in TOOL_NAMES}
+    assert data["search"]["results"][0]["session_id"] == DEEP
+    assert data["retrieve"]["used"] <= 3000 and "deep-manifest" in data["retrieve"]["context"]
+    first = data["list_sessions"]
+    assert first["total"] == 3 and len(first["items"]) == 2 and first["next_offset"] == 2
+    second = json.loads(out["list_sessions_2"][1])
+    assert len(second["items"]) == 1 and second["next_offset"] is None
+    assert {s["session_id"] for s in first["items"] + second["items"]} == set(SESSIONS)
+    assert data["get_session"]["session_id"] == DEEP and data["get_session"]["summary"].startswith("Session in")
+    assert data["list_turns"]["total"] == 9 and data["list_turns"]["next_offset"] == 4
+    turn = data["get_turn"]
+    assert turn["turn"]["index"] == 6 and turn["total"] == 55 and len(turn["items"]) == 10
+    assert {e["type"] for e in data["timeline"]["items"]} <= {"error", "file"} and data["timeline"]["total"] == 27
+    assert data["file_history"]["items"][0]["operation"] == "edit" and data["file_history"]["total"] == 10
+    assert data["stats"]["sessions"] == 3 and data["stats"]["tool_detail"]["tool"] == "Edit"
+    assert data["restore"]["used"] <= 2000 and "## Goal" in data["restore"]["brief"]
+    is_error, message = out["bad"]
+    assert is_error and "no session 'no-such-session'" in message
+
+
+def test_pages_stay_within_the_bound() -> None:
+    items = [{"i": i, "text": "word " * 3000} for i in range(50)]
+    body = json.loads(text := page(items, 0, 50))
+    assert count_tokens(text) <= MAX_RESULT_TOKENS
+    assert 0 < len(body["items"]) < 50 and body["next_offset"] == len(body["items"])
+    assert body["items"][0]["text"].endswith("chars not shown]")
+    last = json.loads(page(items, 49, 10))
+    assert last["next_offset"] is None and last["items"][0]["i"] == 49
