@@ -275,9 +275,12 @@ class FileBuilder:
         self._dirty = []
         if not pending:
             return
-        clean = redact_many([getattr(o, a) for o, a in pending])
-        for (o, a), text in zip(pending, clean):
-            setattr(o, a, text)
+        # The same text often sits in two places (a turn's last answer is also the file's):
+        # each distinct string is scanned once.
+        distinct = list(dict.fromkeys(getattr(o, a) for o, a in pending))
+        clean = dict(zip(distinct, redact_many(distinct)))
+        for o, a in pending:
+            setattr(o, a, clean[getattr(o, a)])
 
     # ------------------------------------------------------------------ feeding
     def feed(self, rec: dict[str, Any]) -> None:
