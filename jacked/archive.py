@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jacked.fsutil import atomic_output
+
 if TYPE_CHECKING:
     from jacked.catalog import Catalog
     from jacked.scanner import Scanner, ScanReport
@@ -251,19 +253,10 @@ class Archive:
                         else:
                             gz_size, members = entry.gz_size, entry.members  # touched, not grown
                 if not appended:
-                    fd, tmp = tempfile.mkstemp(dir=gz.parent, prefix=".", suffix=".gz.tmp")  # mode 0600
-                    try:
-                        # No fsync (it doubled the cost of a backfill): the original is still on disk
-                        # now, and a copy a crash left short is caught by its size (see _load_seen).
-                        with os.fdopen(fd, "wb") as out:
-                            gz_size = _gzip_member(src, 0, size, out)
-                        os.replace(tmp, gz)
-                    except BaseException:
-                        try:
-                            os.unlink(tmp)
-                        except OSError:
-                            pass
-                        raise
+                    # No fsync (it doubled the cost of a backfill): the original is still on disk
+                    # now, and a copy a crash left short is caught by its size (see _load_seen).
+                    with atomic_output(gz, 0o600) as out:
+                        gz_size = _gzip_member(src, 0, size, out)
                     members = 1
                 os.chmod(gz, 0o600)
                 head, tail = _probe(src, size)

@@ -30,7 +30,6 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -38,6 +37,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, PrivateAttr, SecretStr, TypeAdapter, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from jacked.fsutil import atomic_write
 
 __all__ = [
     "ConfigError", "Settings", "load_settings", "show_config", "set_config_value", "reset_config",
@@ -200,20 +201,7 @@ def _write_file(path: Path, data: Mapping[str, Any]) -> None:
     crash never leaves a half-written config and the secret is never world-readable,
     not even for a moment."""
     text = json.dumps(dict(data), indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mkstemp: 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, text.encode("utf-8"), mode=0o600, fsync=True)
 
 
 # --------------------------------------------------------------------------- environment

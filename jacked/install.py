@@ -27,13 +27,14 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from jacked.fsutil import atomic_write
 
 __all__ = ["InstallError", "InstallReport", "install", "uninstall", "jacked_command", "mcp_config_path",
            "skill_source", "STATE_FILE", "HOOK_EVENTS"]
@@ -114,18 +115,7 @@ def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
             mode = path.stat().st_mode & 0o777
         except FileNotFoundError:
             mode = 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, data, mode=mode)
 
 
 class _Ctx:

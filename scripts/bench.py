@@ -12,6 +12,8 @@ search    in-process search p50 on a synthesised 100k-point Edge shard (goal <= 
           the bare store query p50 on the same shard.
 rss       peak RSS of a cold backfill subprocess at growing corpus sizes (goal <= 600 MB at
           1,000 sessions, flat as the corpus grows).
+ui        `jacked ui` on a generated 1,000-session catalog: the session list and a session page over
+          HTTP (goal: each under 300 ms).
 hook      `jacked index --hook` after a one-turn append, median wall time with process start
           (goal <= 0.5 s), beside the bare `python -c pass` start time.
 """
@@ -328,8 +330,72 @@ def bench_stats(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str
     return {"stats_ms": t_lib * 1000, "stats_cli_ms": t_cli * 1000, "stats_cli_noscan_ms": t_cli_noscan * 1000}
 
 
+def bench_ui(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str, float]:
+    """`jacked ui` on a generated 1,000-session catalog (goal: list and session page < 300 ms each).
+
+    Real HTTP against the server running in this process (as `jacked ui` runs it): the first
+    page of the session list, the list filtered by repo and by date, and the session page
+    (`/api/sessions/{id}`: turns, subagents, files with diffs) of sampled sessions and of the
+    largest one. Beside them, the bare `turns_json` library call for the same session.
+    """
+    import statistics
+    import urllib.request
+
+    from jacked.catalog import Catalog
+    from jacked.history import turns_json
+    from jacked.scanner import scan
+    from jacked.ui.server import make_server, serve_in_thread
+
+    corpus = generate(sessions)
+    work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
+    try:
+        settings = _settings(corpus, work / "home")
+        cat = Catalog(settings.catalog_path)
+        scan(cat, corpus)
+        ids = [r[0] for r in cat.db.execute("SELECT session_id FROM sessions WHERE has_main = 1 ORDER BY session_id")]
+        biggest = cat.db.execute("SELECT session_id FROM sessions WHERE has_main = 1 "
+                                 "ORDER BY tool_call_count DESC, turn_count DESC LIMIT 1").fetchone()[0]
+        repo = cat.db.execute("SELECT repo_name FROM sessions GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
+        server = make_server(settings, "127.0.0.1", 0)
+        serve_in_thread(server)
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+
+        def get(path: str) -> int:
+            with urllib.request.urlopen(base + path, timeout=60) as res:
+                return len(res.read())
+
+        get("/api/health")  # warm up imports
+        t_list = best_of(repeat, lambda: get("/api/sessions?limit=50"))
+        t_repo = best_of(repeat, lambda: get(f"/api/sessions?limit=50&repo={repo}"))
+        t_date = best_of(repeat, lambda: get("/api/sessions?limit=50&since=2025-01-01&until=2025-12-31"))
+        sample = ids[:: max(1, len(ids) // 20)][:20]
+        pages = [best_of(repeat, lambda sid=sid: get(f"/api/sessions/{sid}")) for sid in sample]
+        t_big = best_of(repeat, lambda: get(f"/api/sessions/{biggest}"))
+        big_bytes = get(f"/api/sessions/{biggest}")
+        t_turns = best_of(repeat, lambda: turns_json(cat, biggest))
+        t_html = best_of(repeat, lambda: get("/"))
+        server.shutdown()
+        server.server_close()
+        cat.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    worst = max(pages + [t_big])
+    print(f"ui: {sessions} generated sessions, over HTTP to the in-process server (best of {repeat})")
+    print(f"  GET /api/sessions (first 50)        : {t_list * 1000:7.1f} ms (goal < 300)")
+    print(f"  GET /api/sessions?repo=…            : {t_repo * 1000:7.1f} ms")
+    print(f"  GET /api/sessions?since=…&until=…   : {t_date * 1000:7.1f} ms")
+    print(f"  GET /api/sessions/{{id}} ({len(pages)} sampled): median {statistics.median(pages) * 1000:.1f} ms, "
+          f"max {max(pages) * 1000:.1f} ms (goal < 300)")
+    print(f"  GET /api/sessions/{{largest}}        : {t_big * 1000:7.1f} ms ({big_bytes / 1024:.0f} KiB; "
+          f"bare turns_json {t_turns * 1000:.1f} ms)")
+    print(f"  GET / (the page)                    : {t_html * 1000:7.1f} ms")
+    return {"ui_list_ms": t_list * 1000, "ui_session_median_ms": statistics.median(pages) * 1000,
+            "ui_session_max_ms": worst * 1000}
+
+
 BENCHES = {"scan": bench_scan, "backfill": bench_backfill, "search": bench_search, "rss": bench_rss,
-           "hook": bench_hook, "stats": bench_stats}
+           "hook": bench_hook, "stats": bench_stats,
+           "ui": bench_ui}
 
 
 def main() -> int:

@@ -281,7 +281,6 @@ class VectorStore(abc.ABC):
 
     # -- reads -------------------------------------------------------------
 
-    @abc.abstractmethod
     def search(
         self,
         dense: list[float] | None,
@@ -297,6 +296,18 @@ class VectorStore(abc.ABC):
         bm25 side. With one vector: a plain filtered query on it. With none (or only an
         empty sparse vector): ``[]``.
         """
+        if flt is not None and flt.matches_nothing():
+            return []
+        if sparse is not None and sparse.is_empty:
+            sparse = None  # a query of stopwords only: nothing to match on the bm25 side
+        if (dense is None and sparse is None) or limit <= 0:
+            return []
+        return self._search(dense, sparse, flt, limit, prefetch)
+
+    @abc.abstractmethod
+    def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
+                limit: int, prefetch: int) -> list[Hit]:
+        """The backend's query; `search` has already handled the empty cases."""
 
     @abc.abstractmethod
     def count(self, flt: SearchFilter | None = None) -> int:

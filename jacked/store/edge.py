@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from jacked.fsutil import atomic_write
 from jacked.embed import SparseVector
 from jacked.store.base import (
     DEFAULT_PREFETCH,
@@ -407,23 +408,11 @@ class EdgeStore(VectorStore):
 
     # -- reads -------------------------------------------------------------
 
-    def search(
-        self,
-        dense: list[float] | None,
-        sparse: SparseVector | None,
-        flt: SearchFilter | None = None,
-        limit: int = 10,
-        prefetch: int = DEFAULT_PREFETCH,
-    ) -> list[Hit]:
+    def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
+                limit: int, prefetch: int) -> list[Hit]:
         """Hybrid (RRF over dense + bm25 prefetches) or single-vector search; see base."""
         import qdrant_edge as qe
 
-        if flt is not None and flt.matches_nothing():
-            return []
-        if sparse is not None and sparse.is_empty:
-            sparse = None  # a query of stopwords only: nothing to match on the bm25 side
-        if (dense is None and sparse is None) or limit <= 0:
-            return []
         f = self._filter(flt)
         queries = []
         if dense is not None:
@@ -516,11 +505,5 @@ def _as_list(vec: Any) -> list[float]:
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:
-    """Write JSON via a temp file + rename, fsynced: readers never see half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write JSON whole or not at all, fsynced: readers never see half a file."""
+    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"), mode=0o644, fsync=True)

@@ -263,23 +263,11 @@ class ServerStore(VectorStore):
 
     # -- reads -------------------------------------------------------------
 
-    def search(
-        self,
-        dense: list[float] | None,
-        sparse: SparseVector | None,
-        flt: SearchFilter | None = None,
-        limit: int = 10,
-        prefetch: int = DEFAULT_PREFETCH,
-    ) -> list[Hit]:
+    def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
+                limit: int, prefetch: int) -> list[Hit]:
         """Hybrid (RRF over dense + bm25 prefetches) or single-vector search; see base."""
         from qdrant_client import models
 
-        if flt is not None and flt.matches_nothing():
-            return []
-        if sparse is not None and sparse.is_empty:
-            sparse = None
-        if (dense is None and sparse is None) or limit <= 0:
-            return []
         f = self._filter(flt)
         dense_q = (dense.tolist() if hasattr(dense, "tolist") else list(dense)) if dense is not None else None
         sparse_q = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)) if sparse is not None else None
