@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 pytestmark = [
     pytest.mark.skipif(sync_playwright is None, reason="Playwright for Python is not installed "
-                       "(pip install -e '.[ui-test]'; .ci/run does it)"),
+                       "(pip install -e '.[test]'; .ci/run does it)"),
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM} "
                        "(apt-get install chromium; .ci/run does it)"),
 ]
