@@ -20,9 +20,11 @@ from jacked.transcript.discover import SessionFiles, discover
 from jacked.transcript.model import Session
 from jacked.transcript.reader import ReadResult, iter_records
 from jacked.transcript.turns import PARSER_VERSION, FileBuilder
+from jacked.timeutil import parse_ts
 
 PROBE_BYTES = 4096
 BATCH_SECONDS = 0.5
+RESUME_STATE_DAYS = 7
 
 
 @dataclass
@@ -66,6 +68,17 @@ def _probe(path: Path, offset: int) -> tuple[str, str]:
         fh.seek(start)
         tail = fh.read(offset - start)
     return hashlib.blake2b(head, digest_size=8).hexdigest(), hashlib.blake2b(tail, digest_size=8).hexdigest()
+
+
+def _may_resume(builder: FileBuilder) -> bool:
+    """Whether to keep a file's builder state for resuming: only while its session is live.
+
+    Claude Code appends to the sessions in use; an old one grows only when resumed, and is
+    then read whole once (and kept from then on). Saving every old file's state would cost
+    a cold scan a third of its time for resumes that rarely come.
+    """
+    last = parse_ts(builder.ended_at)
+    return last is None or (time.time() - last.timestamp()) < RESUME_STATE_DAYS * 86400
 
 
 class Scanner:
@@ -234,7 +247,8 @@ class Scanner:
             path=rel, session_id=group.session_id, kind=kind, layout=layout, size=st.st_size,
             mtime_ns=st.st_mtime_ns, offset=res.end_offset, head_hash=head, tail_hash=tail,
             lines=lines + res.lines, malformed=malformed + res.malformed,
-            pending_malformed=res.pending_tail_malformed, parent_id=parent, state=dump_state(builder),
+            pending_malformed=res.pending_tail_malformed, parent_id=parent,
+            state=dump_state(builder) if _may_resume(builder) else None,
             parser_version=PARSER_VERSION)
         return builder, state
 

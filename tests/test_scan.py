@@ -5,11 +5,20 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from kit import SID, assistant, claude_dir_with, prompt, result, text, tool_use
 
 from jacked.catalog import Catalog
 from jacked.history import turns_json
+from jacked import scanner as scanner_mod
 from jacked.scanner import Scanner
+
+
+@pytest.fixture(autouse=True)
+def live_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The records here are dated 2026-03: treat them as live sessions whose state is kept."""
+    monkeypatch.setattr(scanner_mod, "RESUME_STATE_DAYS", 10**6)
 
 
 def _scan(cat: Catalog, claude: Path):
@@ -109,3 +118,17 @@ def test_unreadable_file_is_reported_not_fatal(tmp_path: Path) -> None:
     cat = Catalog(tmp_path / "catalog.db")
     report = _scan(cat, claude)
     assert len(report.errors) == 1 and cat.get_session_row(SID) is not None
+
+
+def test_old_sessions_keep_no_resume_state_but_grow_correctly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner_mod, "RESUME_STATE_DAYS", 7)  # the records are months old
+    claude = claude_dir_with(tmp_path / "c", [prompt("one"), assistant("m1", tool_use("t1", "Bash", command="ls"))])
+    f = _session_file(claude)
+    cat = Catalog(tmp_path / "catalog.db")
+    _scan(cat, claude)
+    assert cat.file_blob(str(f.absolute())) is None
+    with f.open("a") as fh:  # resumed months later: read whole once, same result as a fresh read
+        fh.write(json.dumps(result("t1", "done")) + "\n" + json.dumps(prompt("two")) + "\n")
+    report = _scan(cat, claude)
+    assert report.files_opened == 1 and report.files_resumed == 0
+    assert [t["prompt"] for t in turns_json(cat, SID)["turns"]] == ["one", "two"]

@@ -30,10 +30,12 @@ from jacked.transcript.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 4
+PARSER_VERSION = 5
 
 BRIEF_INPUT_CHARS = 1200
-BRIEF_RESULT_CHARS = 2000
+BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people search for
+BRIEF_OK_RESULT_CHARS = 1000  # a successful result's head
+BRIEF_READ_RESULT_CHARS = 300  # a file's content is in the repo; its head identifies it
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 MAX_DIFF_CHARS = 4000  # a file change's diff is kept up to here (timelines show changes, not files)
 
@@ -442,7 +444,9 @@ class FileBuilder:
         inv.is_error = block.get("is_error") is True
         inv.result_timestamp = ts if isinstance(ts, str) else None
         text = _result_text(block.get("content"))
-        inv.result_brief = _short(text, BRIEF_RESULT_CHARS)
+        limit = (BRIEF_RESULT_CHARS if inv.is_error
+                 else BRIEF_READ_RESULT_CHARS if inv.tool_name in READ_TOOLS else BRIEF_OK_RESULT_CHARS)
+        inv.result_brief = _short(text, limit)
         self._dirty.append((inv, "result_brief"))
         if isinstance(tur, dict):
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentId"), str):
