@@ -24,6 +24,10 @@ from jacked.timeutil import parse_ts
 
 PROBE_BYTES = 4096
 BATCH_SECONDS = 0.5
+# A cold scan of many sessions is spread over worker processes (2 cores here).
+PARALLEL_MIN_SESSIONS = 16
+MAX_WORKERS = 4
+PARALLEL_CHUNK = 3
 RESUME_STATE_DAYS = 7
 
 
@@ -116,20 +120,7 @@ class Scanner:
         report.session_ids = [g.session_id for g in groups]
         if self.archive is not None:
             self.archive.capture_plans(self.plans_dir)
-        done = 0
-        while done < len(groups):
-            # Several sessions per transaction (each still all-or-nothing): commits are costly.
-            batch_start = time.perf_counter()
-            with self.catalog.transaction():
-                while done < len(groups) and (time.perf_counter() - batch_start) < BATCH_SECONDS:
-                    group = groups[done]
-                    try:
-                        self.scan_group(group, report, in_transaction=True)
-                    except OSError as e:
-                        report.errors.append(f"{group.session_id}: {e.strerror or e}")
-                    done += 1
-                    if progress:
-                        progress(done, len(groups))
+        self._scan_groups(groups, report, progress)
         if self.archive is not None and only is None:
             # Sessions whose transcript Claude Code deleted stay in the scan, read from the archive if need be.
             self.archive.restore_missing(self, report, {str(g.main.absolute()) for g in groups if g.main})
@@ -138,8 +129,97 @@ class Scanner:
         report.seconds = time.perf_counter() - t0
         return report
 
+    def _scan_groups(self, groups: list[SessionFiles], report: ScanReport,
+                     progress: Callable[[int, int], None] | None) -> None:
+        """Build the changed sessions (in worker processes when there are many) and write them,
+        several per transaction (each still all-or-nothing): commits are costly."""
+        todo: list[tuple[SessionFiles, dict[Path, os.stat_result]]] = []
+        done = 0
+        for group in groups:
+            try:
+                stats = self._changed_stats(group, report)
+            except OSError as e:
+                report.errors.append(f"{group.session_id}: {e.strerror or e}")
+                stats = None
+            if stats is None:
+                done += 1
+                if progress:
+                    progress(done, len(groups))
+            else:
+                todo.append((group, stats))
+        if self._parallel_ok(len(todo)):
+            for counters in self._scan_parallel(todo):
+                _merge(report, counters)
+                done += counters.sessions_scanned + len(counters.errors)
+                if progress:
+                    progress(done, len(groups))
+            self.known = self.catalog.file_states()
+            return
+        built = (self._build_safely(group, stats) for group, stats in todo)
+        pending: list[Any] = []
+        batch_start = time.perf_counter()
+        for item in built:
+            pending.append(item)
+            if time.perf_counter() - batch_start >= BATCH_SECONDS:
+                self._write_batch(pending, report)
+                pending, batch_start = [], time.perf_counter()
+            done += 1
+            if progress:
+                progress(done, len(groups))
+        self._write_batch(pending, report)
+
+    def _parallel_ok(self, changed: int) -> bool:
+        return (changed >= PARALLEL_MIN_SESSIONS and (os.cpu_count() or 1) > 1 and hasattr(os, "fork")
+                and str(self.catalog.path) != ":memory:")
+
+    def _scan_parallel(self, todo: list[tuple[SessionFiles, dict[Path, os.stat_result]]]) -> Any:
+        """Build and write sessions in forked workers, each with its own catalog connection
+        (SQLite serialises their short write transactions); yields each chunk's counters."""
+        import multiprocessing
+
+        workers = min(os.cpu_count() or 2, MAX_WORKERS)
+        # Biggest sessions first, in small chunks: the workers finish together.
+        todo = sorted(todo, key=lambda item: -sum(st.st_size for st in item[1].values()))
+        chunks = [todo[i:i + PARALLEL_CHUNK] for i in range(0, len(todo), PARALLEL_CHUNK)]
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(workers, initializer=_worker_init, initargs=(self,)) as pool:
+            yield from pool.imap_unordered(_worker_scan, chunks)
+
+    def _build_safely(self, group: SessionFiles, stats: dict[Path, os.stat_result]) -> tuple[Any, ...]:
+        """(group, built session or None, error or None, counters): never raises for a bad file."""
+        counters = ScanReport()
+        try:
+            return group, self._build(group, stats, counters), None, counters
+        except OSError as e:
+            return group, None, f"{group.session_id}: {e.strerror or e}", counters
+
+    def _write_batch(self, items: list[tuple[Any, ...]], report: ScanReport) -> None:
+        if not items:
+            return
+        with self.catalog.transaction():
+            for group, built, error, counters in items:
+                for name in ("files_opened", "files_resumed", "bytes_read", "lines_read"):
+                    setattr(report, name, getattr(report, name) + getattr(counters, name))
+                if error:
+                    report.errors.append(error)
+                elif built is not None:
+                    self._store(group, *built, report)
+
     def scan_group(self, group: SessionFiles, report: ScanReport, in_transaction: bool = False) -> Session | None:
         """Scan one session's files; returns the session when it was (re)built."""
+        stats = self._changed_stats(group, report)
+        if stats is None:
+            return None
+        session, states, skipped = self._build(group, stats, report)
+        if in_transaction:
+            self._store(group, session, states, skipped, report)
+        else:
+            with self.catalog.transaction():
+                self._store(group, session, states, skipped, report)
+        return session
+
+    def _changed_stats(self, group: SessionFiles, report: ScanReport) -> dict[Path, os.stat_result] | None:
+        """The files' stats when any changed since the last scan; None (counted) when none did."""
         if self.archive is not None:
             self.archive.capture_group(group)
         stats: dict[Path, os.stat_result] = {}
@@ -151,10 +231,15 @@ class Scanner:
             if (known is None or known.size != st.st_size or known.mtime_ns != st.st_mtime_ns
                     or known.parser_version != PARSER_VERSION):
                 changed = True
-        if not changed:
-            report.sessions_unchanged += 1
-            self._count_turns(group, report)
-            return None
+        if changed:
+            return stats
+        report.sessions_unchanged += 1
+        self._count_turns(group, report)
+        return None
+
+    def _build(self, group: SessionFiles, stats: dict[Path, os.stat_result],
+               report: ScanReport) -> tuple[Session, list[FileState], int]:
+        """Read a changed session's files and assemble it; nothing is written."""
         states: list[FileState] = []
         main_builder = None
         main_state = None
@@ -169,33 +254,32 @@ class Scanner:
             if st:
                 states.append(st)
             subs.append((b, sf.layout, read_meta(sf.meta_path)))
-        session_id = group.session_id
-        session = assemble(session_id, group.project_dir, main_builder, subs, self.plans_dir)
-        if self.archive is not None and session.slug:
-            self.archive.capture(self.plans_dir / f"{session.slug}.md", "plan")
+        session = assemble(group.session_id, group.project_dir, main_builder, subs, self.plans_dir)
         skipped = (main_state.malformed + main_state.pending_malformed) if main_state else 0
         skipped += session.lines_unknown
         session.lines_malformed = skipped - session.lines_unknown
         session.lines_skipped = skipped
+        return session, states, skipped
+
+    def _store(self, group: SessionFiles, session: Session, states: list[FileState], skipped: int,
+               report: ScanReport) -> None:
+        """Write a built session (inside a transaction) and count it."""
+        if self.archive is not None and session.slug:
+            self.archive.capture(self.plans_dir / f"{session.slug}.md", "plan")
         # The same session may already be cataloged from another path (a copy, another Claude dir).
         known = any(self.rel(p) in self.known for p in group.all_paths()) or \
-            self.catalog.get_session_row(session_id) is not None
-        if in_transaction:
-            self._write(states, session, skipped, known)
-        else:
-            with self.catalog.transaction():
-                self._write(states, session, skipped, known)
+            self.catalog.get_session_row(session.session_id) is not None
+        self._write(states, session, skipped, known)
         for st in states:
             st.state = None  # keep the in-memory index light
             self.known[st.path] = st
         report.sessions_scanned += 1
-        report.changed_session_ids.append(session_id)
+        report.changed_session_ids.append(session.session_id)
         report.turns += len(session.turns)
         report.lines_skipped += skipped
         report.lines_malformed += session.lines_malformed
         report.lines_unknown += session.lines_unknown
         report.lines_duplicate += session.lines_duplicate
-        return session
 
     def _write(self, states: list[FileState], session: Session, skipped: int, known: bool) -> None:
         for st in states:
@@ -251,6 +335,36 @@ class Scanner:
             state=dump_state(builder) if _may_resume(builder) else None,
             parser_version=PARSER_VERSION)
         return builder, state
+
+
+_WORKER: Scanner | None = None
+
+
+def _worker_init(parent: Scanner) -> None:
+    """In a forked worker: the parent's scanner, with a connection of its own to the catalog
+    (a SQLite connection must not cross a fork) and no archive (the parent keeps it)."""
+    global _WORKER
+    worker = object.__new__(Scanner)
+    worker.__dict__.update(parent.__dict__)
+    worker.catalog = Catalog(parent.catalog.path)
+    worker.archive = None
+    _WORKER = worker
+
+
+def _worker_scan(chunk: list[tuple[SessionFiles, dict[Path, os.stat_result]]]) -> ScanReport:
+    """Build and write a chunk of sessions in a worker; returns its counters."""
+    assert _WORKER is not None
+    counters = ScanReport()
+    _WORKER._write_batch([_WORKER._build_safely(group, stats) for group, stats in chunk], counters)
+    counters.changed_session_ids = []  # only the counts travel back
+    return counters
+
+
+def _merge(report: ScanReport, part: ScanReport) -> None:
+    for name in ("sessions_scanned", "files_opened", "files_resumed", "bytes_read", "turns", "lines_read",
+                 "lines_skipped", "lines_malformed", "lines_unknown", "lines_duplicate"):
+        setattr(report, name, getattr(report, name) + getattr(part, name))
+    report.errors.extend(part.errors)
 
 
 def scan(catalog: Catalog, claude_dir: Path, progress: Callable[[int, int], None] | None = None,
