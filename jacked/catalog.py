@@ -145,7 +145,8 @@ def load_state(blob: bytes | None) -> Any:
 class Catalog:
     """The SQLite catalog. One instance per process; use `transaction()` for writes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, migrate: bool = True) -> None:
+        """Open (and, unless `migrate=False` for a process that knows it is current, migrate)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
@@ -153,7 +154,8 @@ class Catalog:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=60000")
-        self._migrate()
+        if migrate:
+            self._migrate()
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]

@@ -5,7 +5,7 @@ stored in the catalog and printed, so they must never hold a secret.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 READ_TOOLS = frozenset({"Read"})
@@ -82,7 +82,9 @@ class TurnMetrics:
     api_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # By hand, not dataclasses.asdict: this runs for every turn of every scan.
+        return {name: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+                for name in self.__slots__ for v in (getattr(self, name),)}
 
 
 @dataclass(slots=True)
