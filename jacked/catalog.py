@@ -281,7 +281,7 @@ class Catalog:
 
     # ------------------------------------------------------------------ queries
     def session_ids(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT session_id FROM sessions WHERE has_main = 1")]
+        return [r[0] for r in self.db.execute("SELECT session_id FROM sessions WHERE has_main = 1 ORDER BY session_id")]
 
     def list_sessions(self, repo: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Sessions with a main file, newest first."""
