@@ -46,43 +46,38 @@ def iter_records(path: Path, start: int = 0, result: ReadResult | None = None) -
     """
     res = result if result is not None else ReadResult()
     res.end_offset = start
-    with open(path, "rb") as fh:
+    loads = orjson.loads
+    with open(path, "rb", buffering=READ_CHUNK) as fh:
         fh.seek(start)
         pos = start
-        buf = b""
-        while True:
-            chunk = fh.read(READ_CHUNK)
-            if not chunk:
+        for raw in fh:  # the buffered reader splits lines in C; memory is bounded by one line
+            size = len(raw)
+            res.bytes_read += size
+            if raw[-1:] != b"\n":
+                # A final line without newline: complete if it decodes, else a write in progress.
+                if raw.strip():
+                    obj = decode_line(raw)
+                    if obj is None:
+                        res.pending_tail_malformed = 1
+                        break
+                    res.lines += 1
+                    res.end_offset = pos + size
+                    yield obj
                 break
-            res.bytes_read += len(chunk)
-            buf = buf + chunk if buf else chunk
-            cut = 0
-            while True:
-                nl = buf.find(b"\n", cut)
-                if nl < 0:
-                    break
-                raw = buf[cut:nl]
-                cut = nl + 1
-                pos += len(raw) + 1
-                res.end_offset = pos
-                if not raw.strip():
-                    continue
-                res.lines += 1
-                obj = decode_line(raw)
-                if obj is None:
+            pos += size
+            res.end_offset = pos
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                if raw.strip():  # blank lines are not lines of the transcript
+                    res.lines += 1
                     res.malformed += 1
-                    continue
-                yield obj
-            buf = buf[cut:]
-        if buf.strip():
-            # A final line without newline: complete if it decodes, else a write in progress.
-            obj = decode_line(buf)
-            if obj is None:
-                res.pending_tail_malformed = 1
-            else:
-                res.lines += 1
-                res.end_offset = pos + len(buf)
-                yield obj
+                continue
+            res.lines += 1
+            if type(obj) is not dict:
+                res.malformed += 1
+                continue
+            yield obj
 
 
 def first_record(path: Path, max_lines: int = 50) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ from jacked.transcript.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 5
+PARSER_VERSION = 6
 
 BRIEF_INPUT_CHARS = 1200
 BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people search for
@@ -108,10 +108,12 @@ def _brief_input(inp: Any) -> str:
             return [shrink(x) for x in v[:20]]
         return v
     try:
-        raw = orjson.dumps(shrink(inp)).decode()
+        whole = orjson.dumps(inp)
+        # Most arguments are small (a path, a command): shorten only the ones that are not.
+        text = whole.decode() if len(whole) <= BRIEF_INPUT_CHARS else orjson.dumps(shrink(inp)).decode()
     except TypeError:
-        raw = str(inp)
-    return _short(raw, BRIEF_INPUT_CHARS)
+        text = str(inp)
+    return _short(text, BRIEF_INPUT_CHARS)
 
 
 def _patch_counts(patch: Any) -> tuple[int, int]:
@@ -346,26 +348,30 @@ class FileBuilder:
             self.pending_backups.extend(fresh)
 
     def _note_context(self, rec: dict[str, Any]) -> None:
-        ts = rec.get("timestamp")
-        if isinstance(ts, str) and rec.get("type") not in ("file-history-snapshot",):
+        get = rec.get
+        ts = get("timestamp")
+        if ts.__class__ is str and get("type") != "file-history-snapshot":
             if self.started_at is None:
                 self.started_at = ts
             self.ended_at = ts
             if self.cur is not None:
                 self.cur.ended_at = ts
-        if self.session_id is None and isinstance(rec.get("sessionId"), str):
+        if self.session_id is None and isinstance(get("sessionId"), str):
             self.session_id = rec["sessionId"]
-        if self.agent_id is None and isinstance(rec.get("agentId"), str):
+        if self.agent_id is None and isinstance(get("agentId"), str):
             self.agent_id = rec["agentId"]
-        cwd = rec.get("cwd")
-        if isinstance(cwd, str) and cwd and self.cwd is None:
-            self.cwd = cwd
-        if isinstance(rec.get("gitBranch"), str) and rec["gitBranch"]:
-            self.git_branch = rec["gitBranch"]
-        if isinstance(rec.get("slug"), str) and rec["slug"]:
-            self.slug = rec["slug"]
-        v = rec.get("version")
-        if isinstance(v, str):
+        if self.cwd is None:
+            cwd = get("cwd")
+            if isinstance(cwd, str) and cwd:
+                self.cwd = cwd
+        branch = get("gitBranch")
+        if branch and branch.__class__ is str:
+            self.git_branch = branch
+        slug = get("slug")
+        if slug and slug.__class__ is str:
+            self.slug = slug
+        v = get("version")
+        if v.__class__ is str:
             if self.version_first is None:
                 self.version_first = v
             self.version_last = v
