@@ -168,8 +168,12 @@ class Scanner:
         self._write_batch(pending, report)
 
     def _parallel_ok(self, changed: int) -> bool:
+        import threading
+
+        # Fork only from a single-threaded process (e.g. not inside `jacked ui`'s server):
+        # another thread could hold a lock the child would then wait on forever.
         return (changed >= PARALLEL_MIN_SESSIONS and (os.cpu_count() or 1) > 1 and hasattr(os, "fork")
-                and str(self.catalog.path) != ":memory:")
+                and str(self.catalog.path) != ":memory:" and threading.active_count() == 1)
 
     def _scan_parallel(self, todo: list[tuple[SessionFiles, dict[Path, os.stat_result]]]) -> Any:
         """Build and write sessions in forked workers, each with its own catalog connection
