@@ -269,6 +269,10 @@ _KEY_BACK_MAX = 80
 # After a key comes a quote, a space or a separator; most trigger occurrences
 # ("tokens are", "rapid", "pass") fail this one-byte test and cost nothing more.
 _AFTER_KEY = frozenset(b"\\\"' \t:=")
+# Every key `_key_kind` accepts (or `authorization`) ends with one of these: a key that
+# does not (`tokens`, `api_url`) is dropped before its start is even looked for.
+_KEY_ENDINGS = (b"password", b"passwd", b"passphrase", b"secret", b"token", b"key", b"pass", b"pwd",
+                b"auth", b"credential", b"credentials", b"authorization")
 
 # The key must END with one of these words (checked on the lower-cased key).
 # Strong words may follow any prefix (`pgpassword`, `authtoken`); weak ones need a
@@ -374,7 +378,7 @@ def _find_assignments(data: bytes, low: bytes, out: list[_Span]) -> None:
             nxt = p + len(trig)
             km = key_fwd(data, nxt)  # `[...]*` always matches, maybe empty
             ke = km.end() if km else nxt
-            if ke < n and data[ke] in _AFTER_KEY:
+            if ke < n and data[ke] in _AFTER_KEY and low.endswith(_KEY_ENDINGS, 0, ke):
                 ks = p
                 lim = max(0, p - _KEY_BACK_MAX)
                 while ks > lim and data[ks - 1] in _KEYCH:

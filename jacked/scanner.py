@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ BATCH_SECONDS = 0.5
 # A cold scan of many sessions is spread over worker processes (2 cores here).
 PARALLEL_MIN_SESSIONS = 16
 MAX_WORKERS = 4
+_QUEUE_MAX_CHUNKS = 8192  # 4-byte chunk numbers: 32 KiB, well within a pipe's buffer
 RESUME_STATE_DAYS = 7
 
 
@@ -147,11 +149,16 @@ class Scanner:
             else:
                 todo.append((group, stats))
         if self._parallel_ok(len(todo)):
-            for counters in self._scan_parallel(todo):
-                _merge(report, counters)
-                done += counters.sessions_scanned + len(counters.errors)
+            base = done
+
+            def tick(taken: int) -> None:
                 if progress:
-                    progress(done, len(groups))
+                    progress(base + taken, len(groups))
+
+            for counters in self._scan_parallel(todo, tick):
+                _merge(report, counters)
+            if progress:
+                progress(len(groups), len(groups))
             self.known = self.catalog.file_states()
             return
         built = (self._build_safely(group, stats) for group, stats in todo)
@@ -175,52 +182,100 @@ class Scanner:
         return (changed >= PARALLEL_MIN_SESSIONS and (os.cpu_count() or 1) > 1 and hasattr(os, "fork")
                 and str(self.catalog.path) != ":memory:" and threading.active_count() == 1)
 
-    def _scan_parallel(self, todo: list[tuple[SessionFiles, dict[Path, os.stat_result]]]) -> Any:
-        """Build and write sessions in forked workers, each with its own catalog connection
-        (SQLite serialises their short write transactions); yields each worker's counters.
+    def _scan_parallel(self, todo: list[tuple[SessionFiles, dict[Path, os.stat_result]]],
+                       progress: Callable[[int], None] | None = None) -> Iterator[ScanReport]:
+        """Build and write sessions in this process and in forked workers, each with its own
+        catalog connection; yields each process's counters.
 
-        Plain fork + pipe rather than a process pool: a pool's start-up cost a fifth of a
-        cold scan. Work is split up front, biggest sessions first, into bins of equal bytes.
+        Plain fork + pipes rather than a process pool: a pool's start-up cost a fifth of a
+        cold scan. The work queue is a pipe pre-filled with 4-byte chunk numbers (biggest
+        sessions first): every process takes the next chunk when it is free, so none waits
+        on a slow one (bytes predict a session's cost poorly). Writes are serialised by an
+        flock, which wakes the next writer at once where SQLite's busy handler would sleep.
+        `progress(done)` is called from this process with the number of sessions taken.
         """
         import pickle
 
-        workers = min(os.cpu_count() or 2, MAX_WORKERS)
-        bins: list[list[Any]] = [[] for _ in range(workers)]
-        loads = [0] * workers
-        for item in sorted(todo, key=lambda it: -sum(st.st_size for st in it[1].values())):
-            i = loads.index(min(loads))
-            bins[i].append(item)
-            loads[i] += sum(st.st_size for st in item[1].values()) + 4096  # + a per-session cost
+        items = sorted(todo, key=lambda it: -sum(st.st_size for st in it[1].values()))
+        size = -(-len(items) // _QUEUE_MAX_CHUNKS)  # sessions per chunk: the queue fits the pipe
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        queue_read, queue_write = os.pipe()
+        os.write(queue_write, b"".join(i.to_bytes(4, "little") for i in range(len(chunks))))
+        lock_path = Path(str(self.catalog.path) + "-scan.lock")
         children = []
-        for part in bins:
-            if not part:
-                continue
+        for _ in range(min(os.cpu_count() or 2, MAX_WORKERS) - 1):
             read_end, write_end = os.pipe()
             pid = os.fork()
-            if pid == 0:  # worker: scan its part, send back the counters, leave without cleanup
+            if pid == 0:  # worker: scan from the queue, send back the counters, leave without cleanup
                 code = 0
                 try:
                     os.close(read_end)
-                    _worker_init(self)
-                    counters = _worker_scan(part)
+                    os.close(queue_write)
+                    counters = _worker_scanner(self).scan_queue(chunks, queue_read, lock_path)
+                    counters.changed_session_ids = []  # only the counts travel back
                     with os.fdopen(write_end, "wb") as out:
                         pickle.dump(counters, out)
-                except BaseException:  # noqa: BLE001 - the parent redoes this part itself
+                except BaseException:  # noqa: BLE001 - the parent redoes what is left
                     code = 1
                 finally:
                     os._exit(code)
             os.close(write_end)
-            children.append((pid, read_end, part))
-        for pid, read_end, part in children:
+            children.append((pid, read_end))
+        os.close(queue_write)  # the queue ends (EOF) once every chunk is taken
+
+        def taken() -> None:
+            if progress is not None:
+                left = _pipe_bytes(queue_read) // 4
+                progress(min(len(items), (len(chunks) - left) * size))
+
+        try:
+            yield self.scan_queue(chunks, queue_read, lock_path, taken)
+        finally:
+            os.close(queue_read)
+        failed = False
+        for pid, read_end in children:
             with os.fdopen(read_end, "rb") as fh:
                 data = fh.read()
             _, status = os.waitpid(pid, 0)
             if status == 0 and data:
                 yield pickle.loads(data)
-            else:  # a worker died: its sessions are scanned here (writes are idempotent)
-                counters = ScanReport()
-                self._write_batch([self._build_safely(g, st) for g, st in part], counters)
-                yield counters
+            else:
+                failed = True
+        if failed:  # a worker died: what it did not write is scanned here (writes are idempotent)
+            self.known = self.catalog.file_states()
+            counters, left = ScanReport(), []
+            for group, stats in items:
+                try:
+                    still = self._changed_stats(group, ScanReport())
+                except OSError:
+                    still = stats  # _build_safely reports it
+                if still is not None:
+                    left.append(self._build_safely(group, still))
+            self._write_batch(left, counters)
+            yield counters
+
+    def scan_queue(self, chunks: list[list[tuple[SessionFiles, dict[Path, os.stat_result]]]], queue: int,
+                   lock_path: Path, taken: Callable[[], None] | None = None) -> ScanReport:
+        """Build the chunks named on the `queue` pipe until it ends; write them under
+        `lock_path`, several sessions per transaction (every `BATCH_SECONDS` and at the end)."""
+        counters = ScanReport()
+        pending: list[Any] = []
+        batch_start = time.perf_counter()
+        while True:
+            token = os.read(queue, 4)
+            if len(token) < 4:
+                break
+            for group, stats in chunks[int.from_bytes(token, "little")]:
+                pending.append(self._build_safely(group, stats))
+            if taken is not None:
+                taken()
+            if time.perf_counter() - batch_start >= BATCH_SECONDS:
+                with _exclusive(lock_path):
+                    self._write_batch(pending, counters)
+                pending, batch_start = [], time.perf_counter()
+        with _exclusive(lock_path):
+            self._write_batch(pending, counters)
+        return counters
 
     def _build_safely(self, group: SessionFiles, stats: dict[Path, os.stat_result]) -> tuple[Any, ...]:
         """(group, built session or None, error or None, counters): never raises for a bad file."""
@@ -374,27 +429,40 @@ class Scanner:
         return builder, state
 
 
-_WORKER: Scanner | None = None
-
-
-def _worker_init(parent: Scanner) -> None:
+def _worker_scanner(parent: Scanner) -> Scanner:
     """In a forked worker: the parent's scanner, with a connection of its own to the catalog
     (a SQLite connection must not cross a fork) and no archive (the parent keeps it)."""
-    global _WORKER
     worker = object.__new__(Scanner)
     worker.__dict__.update(parent.__dict__)
     worker.catalog = Catalog(parent.catalog.path, migrate=False)  # the parent just did
     worker.archive = None
-    _WORKER = worker
+    return worker
 
 
-def _worker_scan(chunk: list[tuple[SessionFiles, dict[Path, os.stat_result]]]) -> ScanReport:
-    """Build and write a chunk of sessions in a worker; returns its counters."""
-    assert _WORKER is not None
-    counters = ScanReport()
-    _WORKER._write_batch([_WORKER._build_safely(group, stats) for group, stats in chunk], counters)
-    counters.changed_session_ids = []  # only the counts travel back
-    return counters
+def _pipe_bytes(fd: int) -> int:
+    """How many bytes wait unread in a pipe."""
+    import fcntl
+    import termios
+
+    buf = bytearray(4)
+    fcntl.ioctl(fd, termios.FIONREAD, buf)
+    return int.from_bytes(buf, "little")
+
+
+@contextmanager
+def _exclusive(lock_path: Path | None) -> Iterator[None]:
+    """Hold an flock on `lock_path` (no-op for None); the kernel frees it if the holder dies."""
+    if lock_path is None:
+        yield
+        return
+    import fcntl
+
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _merge(report: ScanReport, part: ScanReport) -> None:

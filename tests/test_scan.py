@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kit import SID, assistant, claude_dir_with, prompt, result, text, tool_use
+from kit import REAL, SID, assistant, claude_dir_with, prompt, result, text, tool_use
 
 from jacked.catalog import Catalog
-from jacked.history import turns_json
+from jacked.history import export_rows, turns_json
 from jacked import scanner as scanner_mod
 from jacked.scanner import Scanner
 
@@ -132,3 +132,43 @@ def test_old_sessions_keep_no_resume_state_but_grow_correctly(tmp_path: Path, mo
     report = _scan(cat, claude)
     assert report.files_opened == 1 and report.files_resumed == 0
     assert [t["prompt"] for t in turns_json(cat, SID)["turns"]] == ["one", "two"]
+
+
+# ---------------------------------------------------------------- cold scans in worker processes
+def _cold_scan(path: Path, parallel: bool, monkeypatch: pytest.MonkeyPatch, progress=None):
+    monkeypatch.setattr(scanner_mod, "PARALLEL_MIN_SESSIONS", 2 if parallel else 10**9)
+    cat = Catalog(path)
+    report = Scanner(cat, REAL).scan(progress)
+    return cat, report
+
+
+def _catalog_dump(cat: Catalog) -> list[dict]:
+    return export_rows(cat)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and 2 cores")
+def test_parallel_cold_scan_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[int, int]] = []
+    seq_cat, seq = _cold_scan(tmp_path / "seq.db", False, monkeypatch)
+    par_cat, par = _cold_scan(tmp_path / "par.db", True, monkeypatch, lambda d, t: seen.append((d, t)))
+    assert par.to_json() | {"seconds": 0} == seq.to_json() | {"seconds": 0}
+    assert _catalog_dump(par_cat) == _catalog_dump(seq_cat)
+    assert seen and seen[-1] == (len(par.session_ids), len(par.session_ids))
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)  # progress never goes back
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and 2 cores")
+def test_a_dying_worker_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seq_cat, seq = _cold_scan(tmp_path / "seq.db", False, monkeypatch)
+    parent = os.getpid()
+    build = Scanner._build_safely
+
+    def dies_in_worker(self, group, stats):  # type: ignore[no-untyped-def]
+        if os.getpid() != parent:
+            os._exit(3)  # as if killed: nothing written, no counters sent
+        return build(self, group, stats)
+
+    monkeypatch.setattr(Scanner, "_build_safely", dies_in_worker)
+    par_cat, par = _cold_scan(tmp_path / "par.db", True, monkeypatch)
+    assert _catalog_dump(par_cat) == _catalog_dump(seq_cat)
+    assert (par.sessions_scanned, par.turns, par.lines_read) == (seq.sessions_scanned, seq.turns, seq.lines_read)
