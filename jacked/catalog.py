@@ -10,7 +10,7 @@ from __future__ import annotations
 import pickle
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +151,9 @@ class Catalog:
         self.path = path
         self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
         self.db.row_factory = sqlite3.Row
+        # Before anything is created (a no-op on an existing file): tool calls' briefs and
+        # diffs make rows of a few KiB, which spill into chains of 4 KiB overflow pages.
+        self.db.execute("PRAGMA page_size=16384")
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=60000")
@@ -192,20 +195,22 @@ class Catalog:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
         return row["state"] if row else None
 
-    def save_file_state(self, st: FileState) -> None:
-        self.db.execute(
+    def save_file_states(self, states: Iterable[FileState]) -> None:
+        now = time.time()
+        self.db.executemany(
             "INSERT OR REPLACE INTO files (path, session_id, kind, layout, size, mtime_ns, offset, head_hash, "
             "tail_hash, lines, malformed, pending_malformed, parent_id, state, parser_version, scanned_at) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (st.path, st.session_id, st.kind, st.layout, st.size, st.mtime_ns, st.offset, st.head_hash,
-             st.tail_hash, st.lines, st.malformed, st.pending_malformed, st.parent_id, st.state,
-             st.parser_version, time.time()))
+            [(st.path, st.session_id, st.kind, st.layout, st.size, st.mtime_ns, st.offset, st.head_hash,
+              st.tail_hash, st.lines, st.malformed, st.pending_malformed, st.parent_id, st.state,
+              st.parser_version, now) for st in states])
 
     # ------------------------------------------------------------------ sessions
-    def next_seq(self) -> int:
-        """A catalog-wide increasing number: marks each rewrite of a session's rows."""
+    def next_seq(self, count: int = 1) -> int:
+        """A catalog-wide increasing number: marks each rewrite of a session's rows.
+        With `count`, reserves that many and returns the last (the first is `last - count + 1`)."""
         self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('seq', 0)")
-        self.db.execute("UPDATE meta SET value = value + 1 WHERE key = 'seq'")
+        self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq'", (count,))
         return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
 
     def replace_session(self, s: Session, lines_skipped: int, known: bool = True,
@@ -214,71 +219,27 @@ class Catalog:
 
         `known=False` promises the session has no rows yet, which saves the deletes.
         """
+        self.replace_sessions([(s, lines_skipped, known)], user_name)
+
+    def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], user_name: str | None = None) -> None:
+        """`replace_session` for many sessions: one statement per table, not per session
+        (statement overhead was most of a cold scan's write time)."""
+        if not entries:
+            return
         db = self.db
-        sid = s.session_id
-        if known:
-            for table in SESSION_TABLES:
-                db.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
-        main_turns = [t for t in s.turns]
-        calls = sum(t.metrics.tool_call_count for t in main_turns)
-        errors = sum(t.metrics.tool_error_count for t in main_turns)
-        tin = sum(t.metrics.input_tokens + t.metrics.cache_read_tokens + t.metrics.cache_creation_tokens
-                  for t in main_turns)
-        tout = sum(t.metrics.output_tokens for t in main_turns)
-        db.execute(
-            "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (sid, s.file, s.project_dir, s.cwd, s.repo_name, s.git_branch, s.slug, s.version_first,
-             s.version_last, s.started_at, s.ended_at, len(s.turns), s.title, s.first_prompt, s.plan,
-             s.plan_source, orjson.dumps(s.models).decode(), calls, errors, tin, tout, s.lines, lines_skipped,
-             sum(1 for a in s.subagents if not a.is_warmup), 1 if s.file else 0, time.time(), self.next_seq(),
-             user_name))
-        self._insert_turns(sid, "", s.turns)
-        for i, a in enumerate(s.subagents):
-            owner = a.agent_id or f"inline-{i}"
-            db.execute(
-                "INSERT INTO subagents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (sid, i, a.agent_id, a.layout, a.file, a.agent_type, a.description, a.tool_use_id, a.turn_index,
-                 a.prompt, a.summary_text, a.started_at, a.ended_at, a.tool_call_count, a.tool_error_count,
-                 orjson.dumps(a.tool_usage).decode(), int(a.is_warmup)))
-            self._insert_invocations(sid, owner, a.turns)
-        db.executemany(
-            "INSERT INTO texts VALUES (?,?,?,?,?,?,?)",
-            [(sid, t.kind, i, t.text, t.timestamp, t.turn_index, t.leaf_uuid) for i, t in enumerate(s.texts)])
+        for s, _, known in entries:
+            if known:
+                for table in SESSION_TABLES:
+                    db.execute(f"DELETE FROM {table} WHERE session_id = ?", (s.session_id,))
+        seq = self.next_seq(len(entries)) - len(entries)
+        rows = _SessionRows()
+        now = time.time()
+        for s, lines_skipped, _ in entries:
+            seq += 1
+            rows.add_session(s, lines_skipped, seq, now, user_name)
+        rows.write(db)
 
-    def _insert_turns(self, sid: str, owner: str, turns: Iterable[Turn]) -> None:
-        rows = []
-        for t in turns:
-            m = t.metrics
-            rows.append((sid, t.index, t.prompt, t.started_at, t.ended_at, t.duration_ms, t.duration_source,
-                         int(t.is_slash_command), int(t.compacted), int(t.interrupted), t.assistant_text,
-                         orjson.dumps(t.models).decode(), orjson.dumps(m.to_json()).decode(), m.tool_call_count,
-                         m.tool_error_count, m.lines_added, m.lines_removed,
-                         m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens))
-        self.db.executemany("INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-        self._insert_invocations(sid, owner, turns)
-        events, backups = [], []
-        for t in turns:
-            for i, e in enumerate(t.events):
-                events.append((sid, t.index, i, e.type, e.timestamp, orjson.dumps(e.data).decode()))
-            for b in t.backups:
-                backups.append((sid, t.index, b.path, b.version, b.backup_file, b.backup_time))
-        self.db.executemany("INSERT INTO turn_events VALUES (?,?,?,?,?,?)", events)
-        self.db.executemany("INSERT INTO file_backups VALUES (?,?,?,?,?,?)", backups)
-
-    def _insert_invocations(self, sid: str, owner: str, turns: Iterable[Turn]) -> None:
-        rows = []
-        for t in turns:
-            for i, v in enumerate(t.invocations):
-                rows.append((sid, owner, t.index, i, v.tool_name, v.tool_use_id, v.sequence, v.parallel_group,
-                             int(v.is_error), v.file_path, v.command, v.description, v.input_brief,
-                             v.result_brief, v.timestamp, v.result_timestamp, v.lines_added, v.lines_removed,
-                             int(v.file_created), v.agent_id, v.diff, v.before_hash, v.after_hash))
-        self.db.executemany("INSERT INTO invocations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-        calls = [(sid, owner, t.index, i, c.message_id, c.model, c.timestamp, c.input_tokens, c.output_tokens,
-                  c.cache_read_tokens, c.cache_creation_tokens, c.tool_calls)
-                 for t in turns for i, c in enumerate(t.llm_calls)]
-        self.db.executemany("INSERT INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", calls)
-
+    # ------------------------------------------------------------------ queries
     # ------------------------------------------------------------------ queries
     def session_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT session_id FROM sessions WHERE has_main = 1 ORDER BY session_id")]
@@ -299,6 +260,15 @@ class Catalog:
     def get_session_row(self, session_id: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
         return dict(row) if row else None
+
+    def existing_session_ids(self, session_ids: Sequence[str]) -> set[str]:
+        """Those of `session_ids` that have a row in `sessions`."""
+        found: set[str] = set()
+        for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
+            part = session_ids[i:i + 500]
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT session_id FROM sessions WHERE session_id IN ({','.join('?' * len(part))})", part))
+        return found
 
     def find_session_ids(self, prefix: str) -> list[str]:
         """Sessions whose id starts with `prefix` (LIKE wildcards in the prefix are escaped)."""
@@ -333,3 +303,72 @@ class Catalog:
             "SELECT COUNT(*), COALESCE(SUM(turn_count),0), COALESCE(SUM(lines_skipped),0) "
             "FROM sessions WHERE has_main = 1").fetchone()
         return {"sessions": row[0], "turns": row[1], "lines_skipped": row[2]}
+
+
+class _SessionRows:
+    """The rows of a batch of sessions, table by table, written with one `executemany` each."""
+
+    def __init__(self) -> None:
+        self.sessions: list[tuple[Any, ...]] = []
+        self.turns: list[tuple[Any, ...]] = []
+        self.invocations: list[tuple[Any, ...]] = []
+        self.llm_calls: list[tuple[Any, ...]] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.backups: list[tuple[Any, ...]] = []
+        self.subagents: list[tuple[Any, ...]] = []
+        self.texts: list[tuple[Any, ...]] = []
+
+    def add_session(self, s: Session, lines_skipped: int, seq: int, now: float, user_name: str | None) -> None:
+        sid = s.session_id
+        ms = [t.metrics for t in s.turns]
+        self.sessions.append(
+            (sid, s.file, s.project_dir, s.cwd, s.repo_name, s.git_branch, s.slug, s.version_first,
+             s.version_last, s.started_at, s.ended_at, len(s.turns), s.title, s.first_prompt, s.plan,
+             s.plan_source, orjson.dumps(s.models).decode(), sum(m.tool_call_count for m in ms),
+             sum(m.tool_error_count for m in ms),
+             sum(m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens for m in ms),
+             sum(m.output_tokens for m in ms), s.lines, lines_skipped,
+             sum(1 for a in s.subagents if not a.is_warmup), 1 if s.file else 0, now, seq, user_name))
+        self._add_turns(sid, s.turns)
+        for i, a in enumerate(s.subagents):
+            self.subagents.append(
+                (sid, i, a.agent_id, a.layout, a.file, a.agent_type, a.description, a.tool_use_id, a.turn_index,
+                 a.prompt, a.summary_text, a.started_at, a.ended_at, a.tool_call_count, a.tool_error_count,
+                 orjson.dumps(a.tool_usage).decode(), int(a.is_warmup)))
+            self._add_invocations(sid, a.agent_id or f"inline-{i}", a.turns)
+        self.texts.extend((sid, t.kind, i, t.text, t.timestamp, t.turn_index, t.leaf_uuid)
+                          for i, t in enumerate(s.texts))
+
+    def _add_turns(self, sid: str, turns: list[Turn]) -> None:
+        for t in turns:
+            m = t.metrics
+            self.turns.append(
+                (sid, t.index, t.prompt, t.started_at, t.ended_at, t.duration_ms, t.duration_source,
+                 int(t.is_slash_command), int(t.compacted), int(t.interrupted), t.assistant_text,
+                 orjson.dumps(t.models).decode(), orjson.dumps(m.to_json()).decode(), m.tool_call_count,
+                 m.tool_error_count, m.lines_added, m.lines_removed,
+                 m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens))
+            for i, e in enumerate(t.events):
+                self.events.append((sid, t.index, i, e.type, e.timestamp, orjson.dumps(e.data).decode()))
+            for b in t.backups:
+                self.backups.append((sid, t.index, b.path, b.version, b.backup_file, b.backup_time))
+        self._add_invocations(sid, "", turns)
+
+    def _add_invocations(self, sid: str, owner: str, turns: list[Turn]) -> None:
+        for t in turns:
+            for i, v in enumerate(t.invocations):
+                self.invocations.append(
+                    (sid, owner, t.index, i, v.tool_name, v.tool_use_id, v.sequence, v.parallel_group,
+                     int(v.is_error), v.file_path, v.command, v.description, v.input_brief, v.result_brief,
+                     v.timestamp, v.result_timestamp, v.lines_added, v.lines_removed, int(v.file_created),
+                     v.agent_id, v.diff, v.before_hash, v.after_hash))
+            self.llm_calls.extend(
+                (sid, owner, t.index, i, c.message_id, c.model, c.timestamp, c.input_tokens, c.output_tokens,
+                 c.cache_read_tokens, c.cache_creation_tokens, c.tool_calls) for i, c in enumerate(t.llm_calls))
+
+    def write(self, db: sqlite3.Connection) -> None:
+        for table, rows in (("sessions", self.sessions), ("turns", self.turns), ("invocations", self.invocations),
+                            ("llm_calls", self.llm_calls), ("turn_events", self.events),
+                            ("file_backups", self.backups), ("subagents", self.subagents), ("texts", self.texts)):
+            if rows:
+                db.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)

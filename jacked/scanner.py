@@ -10,7 +10,6 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,25 +255,45 @@ class Scanner:
 
     def scan_queue(self, chunks: list[list[tuple[SessionFiles, dict[Path, os.stat_result]]]], queue: int,
                    lock_path: Path, taken: Callable[[], None] | None = None) -> ScanReport:
-        """Build the chunks named on the `queue` pipe until it ends; write them under
-        `lock_path`, several sessions per transaction (every `BATCH_SECONDS` and at the end)."""
+        """Build the chunks named on the `queue` pipe until it ends and write them under the
+        `lock_path` flock, several sessions per transaction: every `BATCH_SECONDS`, once
+        early (see below) and at the end."""
         counters = ScanReport()
         pending: list[Any] = []
         batch_start = time.perf_counter()
-        while True:
-            token = os.read(queue, 4)
-            if len(token) < 4:
-                break
-            for group, stats in chunks[int.from_bytes(token, "little")]:
-                pending.append(self._build_safely(group, stats))
-            if taken is not None:
-                taken()
-            if time.perf_counter() - batch_start >= BATCH_SECONDS:
-                with _exclusive(lock_path):
-                    self._write_batch(pending, counters)
-                pending, batch_start = [], time.perf_counter()
-        with _exclusive(lock_path):
-            self._write_batch(pending, counters)
+        left_bytes = [0] * (len(chunks) + 1)  # bytes of chunks[i:], the work still queued
+        for i in range(len(chunks) - 1, -1, -1):
+            left_bytes[i] = left_bytes[i + 1] + sum(st.st_size for _, stats in chunks[i] for st in stats.values())
+        mark = left_bytes[0] // 2  # write early when no more than this is left; halved each time
+        lock = _WriteLock(lock_path)
+        try:
+            while True:
+                token = os.read(queue, 4)
+                if len(token) < 4:
+                    break
+                for group, stats in chunks[int.from_bytes(token, "little")]:
+                    pending.append(self._build_safely(group, stats))
+                if taken is not None:
+                    taken()
+                due = time.perf_counter() - batch_start >= BATCH_SECONDS
+                # Once half the queue is taken, write what is built as soon as the catalog
+                # is free: the other workers are still building, so this write overlaps
+                # their work instead of queueing behind theirs at the very end.
+                early = pending and left_bytes[len(chunks) - _pipe_bytes(queue) // 4] <= mark
+                if (due or early) and lock.acquire(wait=due):
+                    try:
+                        self._write_batch(pending, counters)
+                    finally:
+                        lock.release()
+                    pending, batch_start = [], time.perf_counter()
+                    mark = -1 if mark < left_bytes[0] // 2 else mark // 2  # twice at most: commits grow the WAL
+            lock.acquire()
+            try:
+                self._write_batch(pending, counters)
+            finally:
+                lock.release()
+        finally:
+            lock.close()
         return counters
 
     def _build_safely(self, group: SessionFiles, stats: dict[Path, os.stat_result]) -> tuple[Any, ...]:
@@ -286,16 +305,19 @@ class Scanner:
             return group, None, f"{group.session_id}: {e.strerror or e}", counters
 
     def _write_batch(self, items: list[tuple[Any, ...]], report: ScanReport) -> None:
+        """Write `_build_safely` results in one transaction and count them."""
         if not items:
             return
         with self.catalog.transaction():
+            ready = []
             for group, built, error, counters in items:
                 for name in ("files_opened", "files_resumed", "bytes_read", "lines_read"):
                     setattr(report, name, getattr(report, name) + getattr(counters, name))
                 if error:
                     report.errors.append(error)
                 elif built is not None:
-                    self._store(group, *built, report)
+                    ready.append((group, *built))
+            self._store(ready, report)
 
     def scan_group(self, group: SessionFiles, report: ScanReport, in_transaction: bool = False) -> Session | None:
         """Scan one session's files; returns the session when it was (re)built."""
@@ -304,10 +326,10 @@ class Scanner:
             return None
         session, states, skipped = self._build(group, stats, report)
         if in_transaction:
-            self._store(group, session, states, skipped, report)
+            self._store([(group, session, states, skipped)], report)
         else:
             with self.catalog.transaction():
-                self._store(group, session, states, skipped, report)
+                self._store([(group, session, states, skipped)], report)
         return session
 
     def _changed_stats(self, group: SessionFiles, report: ScanReport) -> dict[Path, os.stat_result] | None:
@@ -353,30 +375,33 @@ class Scanner:
         session.lines_skipped = skipped
         return session, states, skipped
 
-    def _store(self, group: SessionFiles, session: Session, states: list[FileState], skipped: int,
-               report: ScanReport) -> None:
-        """Write a built session (inside a transaction) and count it."""
-        if self.archive is not None and session.slug:
-            self.archive.capture(self.plans_dir / f"{session.slug}.md", "plan")
+    def _store(self, built: list[tuple[SessionFiles, Session, list[FileState], int]], report: ScanReport) -> None:
+        """Write built sessions (inside a transaction), several at once, and count them."""
+        if not built:
+            return
         # The same session may already be cataloged from another path (a copy, another Claude dir).
-        known = any(self.rel(p) in self.known for p in group.all_paths()) or \
-            self.catalog.get_session_row(session.session_id) is not None
-        self._write(states, session, skipped, known)
+        in_catalog = self.catalog.existing_session_ids(
+            [s.session_id for g, s, _, _ in built if not any(self.rel(p) in self.known for p in g.all_paths())])
+        entries, states = [], []
+        for group, session, file_states, skipped in built:
+            if self.archive is not None and session.slug:
+                self.archive.capture(self.plans_dir / f"{session.slug}.md", "plan")
+            known = session.session_id in in_catalog or any(self.rel(p) in self.known for p in group.all_paths())
+            entries.append((session, skipped, known))
+            states += file_states
+        self.catalog.save_file_states(states)
+        self.catalog.replace_sessions(entries, self.user_name)
         for st in states:
             st.state = None  # keep the in-memory index light
             self.known[st.path] = st
-        report.sessions_scanned += 1
-        report.changed_session_ids.append(session.session_id)
-        report.turns += len(session.turns)
-        report.lines_skipped += skipped
-        report.lines_malformed += session.lines_malformed
-        report.lines_unknown += session.lines_unknown
-        report.lines_duplicate += session.lines_duplicate
-
-    def _write(self, states: list[FileState], session: Session, skipped: int, known: bool) -> None:
-        for st in states:
-            self.catalog.save_file_state(st)
-        self.catalog.replace_session(session, skipped, known, self.user_name)
+        for session, skipped, _ in entries:
+            report.sessions_scanned += 1
+            report.changed_session_ids.append(session.session_id)
+            report.turns += len(session.turns)
+            report.lines_skipped += skipped
+            report.lines_malformed += session.lines_malformed
+            report.lines_unknown += session.lines_unknown
+            report.lines_duplicate += session.lines_duplicate
 
     def _count_turns(self, group: SessionFiles, report: ScanReport) -> None:
         row = self.catalog.db.execute("SELECT turn_count, lines_skipped FROM sessions WHERE session_id = ?",
@@ -449,20 +474,30 @@ def _pipe_bytes(fd: int) -> int:
     return int.from_bytes(buf, "little")
 
 
-@contextmanager
-def _exclusive(lock_path: Path | None) -> Iterator[None]:
-    """Hold an flock on `lock_path` (no-op for None); the kernel frees it if the holder dies."""
-    if lock_path is None:
-        yield
-        return
-    import fcntl
+class _WriteLock:
+    """An flock on a file beside the catalog, taken around a worker's write transactions:
+    the next writer wakes as soon as it is released (SQLite's busy handler sleeps), and the
+    kernel frees it if its holder dies. Open one per process: forks share a descriptor's lock."""
 
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def acquire(self, wait: bool = True) -> bool:
+        import fcntl
+
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def release(self) -> None:
+        import fcntl
+
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def _merge(report: ScanReport, part: ScanReport) -> None:
