@@ -40,44 +40,50 @@ def decode_line(raw: bytes) -> dict[str, Any] | None:
 
 
 def iter_records(path: Path, start: int = 0, result: ReadResult | None = None) -> Iterator[dict[str, Any]]:
-    """Yield the JSON objects of `path` from byte `start`, filling `result` as it goes.
+    """Yield the JSON objects of `path` from byte `start`; `result` is filled when the
+    iteration ends (or is abandoned).
 
-    Memory stays bounded by the longest line: the file is read in chunks.
+    Memory stays bounded by the longest line: the file is read in chunks. This loop runs
+    once per transcript line, so its counters are locals.
     """
     res = result if result is not None else ReadResult()
-    res.end_offset = start
     loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    pos = start
+    lines = malformed = 0
+    tail = 0  # bytes of a last line left unconsumed for the next read
     with open(path, "rb", buffering=READ_CHUNK) as fh:
         fh.seek(start)
-        pos = start
-        for raw in fh:  # the buffered reader splits lines in C; memory is bounded by one line
-            size = len(raw)
-            res.bytes_read += size
-            if raw[-1:] != b"\n":
-                # A final line without newline: complete if it decodes, else a write in progress.
-                if raw.strip():
-                    obj = decode_line(raw)
+        try:
+            for raw in fh:  # the buffered reader splits lines in C; memory is bounded by one line
+                if raw[-1] != 10:  # no newline: a final line, complete only if it decodes
+                    obj = decode_line(raw) if raw.strip() else None
                     if obj is None:
-                        res.pending_tail_malformed = 1
+                        tail = len(raw)
+                        res.pending_tail_malformed = 1 if raw.strip() else 0
                         break
-                    res.lines += 1
-                    res.end_offset = pos + size
+                    lines += 1
+                    pos += len(raw)
                     yield obj
-                break
-            pos += size
+                    break
+                pos += len(raw)
+                try:
+                    obj = loads(raw)
+                except decode_error:
+                    if raw.strip():  # blank lines are not lines of the transcript
+                        lines += 1
+                        malformed += 1
+                    continue
+                lines += 1
+                if obj.__class__ is not dict:
+                    malformed += 1
+                    continue
+                yield obj
+        finally:
             res.end_offset = pos
-            try:
-                obj = loads(raw)
-            except orjson.JSONDecodeError:
-                if raw.strip():  # blank lines are not lines of the transcript
-                    res.lines += 1
-                    res.malformed += 1
-                continue
-            res.lines += 1
-            if type(obj) is not dict:
-                res.malformed += 1
-                continue
-            yield obj
+            res.lines += lines
+            res.malformed += malformed
+            res.bytes_read += pos - start + tail
 
 
 def first_record(path: Path, max_lines: int = 50) -> dict[str, Any] | None:

@@ -93,6 +93,15 @@ def _result_text(content: Any) -> str:
     return "\n".join(parts)
 
 
+def _usage_counts(usage: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(input, output, cache read, cache creation) tokens of a `usage` object; non-integers count 0."""
+    counts = (usage.get("input_tokens", 0), usage.get("output_tokens", 0),
+              usage.get("cache_read_input_tokens", 0), usage.get("cache_creation_input_tokens", 0))
+    if all(c.__class__ is int for c in counts):
+        return counts  # type: ignore[return-value]
+    return tuple(c if isinstance(c, int) else 0 for c in counts)  # type: ignore[return-value]
+
+
 def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [+{len(text) - limit} chars]"
 
@@ -241,7 +250,7 @@ class FileBuilder:
         self.cur: Turn | None = None
         self.cur_msg_seq: dict[str, int] = {}  # message.id -> sequence in the current turn
         self.cur_msg_calls: dict[str, int] = {}  # message.id -> tool calls so far
-        self.cur_usage: dict[str, dict[str, int]] = {}  # message.id -> usage, last line wins
+        self.cur_usage: dict[str, tuple[int, int, int, int]] = {}  # message.id -> usage, last line wins
         self.cur_llm: dict[str, LlmCall] = {}  # message.id -> the turn's API response record
         # file-history backups seen before the prompt they belong to (snapshots precede it),
         # and the (path, version) pairs already recorded: snapshots repeat every entry each turn
@@ -268,33 +277,42 @@ class FileBuilder:
         # inline (1.0.x) sidechain subagents of a main file
         self.inline: list[tuple[FileBuilder, Subagent]] = []
         self.inline_cur: FileBuilder | None = None
-        # (object, attribute) whose text is still raw: redacted together, in one batch,
-        # by `finalize()` — before the state is ever stored or shown.
-        self._dirty: list[tuple[Any, str]] = []
+        # Objects whose texts (`_TEXT_FIELDS`) may still be raw: redacted together, in one
+        # batch, by `finalize()` — before the state is ever stored or shown.
+        self._dirty: list[Any] = []
 
     def _add_text(self, unit: TextUnit) -> None:
         self.texts.append(unit)
-        self._dirty.append((unit, "text"))
+        self._dirty.append(unit)
 
     def _redact_pending(self) -> None:
-        """Redact every text captured since the last call, as one batch."""
-        pending = [(o, a) for o, a in self._dirty if isinstance(getattr(o, a), str)]
+        """Redact every text captured since the last call, as one batch (redacting a text
+        twice changes nothing, so an object listed again costs a little time only)."""
+        objects = {id(o): o for o in self._dirty}.values()
         self._dirty = []
-        if not pending:
+        refs = []
+        for o in objects:
+            for a in _TEXT_FIELDS[o.__class__]:
+                v = getattr(o, a)
+                if v.__class__ is str:
+                    refs.append((o, a, v))
+        if not refs:
             return
         # The same text often sits in two places (a turn's last answer is also the file's):
         # each distinct string is scanned once.
-        distinct = list(dict.fromkeys(getattr(o, a) for o, a in pending))
+        distinct = list(dict.fromkeys(v for _, _, v in refs))
         clean = dict(zip(distinct, redact_many(distinct)))
-        for o, a in pending:
-            setattr(o, a, clean[getattr(o, a)])
+        for o, a, v in refs:
+            c = clean[v]
+            if c is not v:
+                setattr(o, a, c)
 
     # ------------------------------------------------------------------ feeding
     def feed(self, rec: dict[str, Any]) -> None:
         """Apply one decoded record."""
         self.lines += 1
         uid = rec.get("uuid")
-        if isinstance(uid, str):
+        if uid.__class__ is str:
             if uid in self.seen_uuids:
                 self.duplicates += 1  # written again on resume: the first occurrence wins
                 return
@@ -304,13 +322,13 @@ class FileBuilder:
             self.unknown += 1
             return
         self._note_context(rec)
-        if rec.get("isSidechain") and not self.is_subagent_file and rtype in ("user", "assistant"):
-            self._feed_inline(rec, rtype)
-            return
-        if rtype == "user":
-            self._user(rec)
-        elif rtype == "assistant":
-            self._assistant(rec)
+        if rtype == "user" or rtype == "assistant":
+            if rec.get("isSidechain") and not self.is_subagent_file:
+                self._feed_inline(rec, rtype)
+            elif rtype == "user":
+                self._user(rec)
+            else:
+                self._assistant(rec)
         elif rtype == "system":
             self._system(rec)
         elif rtype == "summary":
@@ -343,7 +361,7 @@ class FileBuilder:
             when = b.get("backupTime")
             fb = FileBackup(path=path, version=b["version"], backup_file=name if isinstance(name, str) else None,
                             backup_time=when if isinstance(when, str) else None)
-            self._dirty.append((fb, "path"))
+            self._dirty.append(fb)
             fresh.append(fb)
         if rec.get("isSnapshotUpdate") and self.cur is not None:
             self.cur.backups.extend(fresh)
@@ -392,7 +410,7 @@ class FileBuilder:
         if prompt is not None and index == 0:
             index = 1
         turn = Turn(index=index, prompt=prompt, started_at=ts, is_slash_command=slash, ended_at=ts)
-        self._dirty.append((turn, "prompt"))
+        self._dirty.append(turn)
         if prompt is not None and self.pending_backups:
             turn.backups.extend(self.pending_backups)
             self.pending_backups = []
@@ -411,16 +429,18 @@ class FileBuilder:
             return
         m = t.metrics
         m.input_tokens = m.output_tokens = m.cache_read_tokens = m.cache_creation_tokens = 0
-        for u in self.cur_usage.values():
-            m.input_tokens += u.get("input_tokens", 0)
-            m.output_tokens += u.get("output_tokens", 0)
-            m.cache_read_tokens += u.get("cache_read_input_tokens", 0)
-            m.cache_creation_tokens += u.get("cache_creation_input_tokens", 0)
+        for tin, tout, cache_read, cache_creation in self.cur_usage.values():
+            m.input_tokens += tin
+            m.output_tokens += tout
+            m.cache_read_tokens += cache_read
+            m.cache_creation_tokens += cache_creation
         m.api_calls = len(self.cur_usage)
 
     # ------------------------------------------------------------------ user lines
     def _user(self, rec: dict[str, Any]) -> None:
-        msg = _message(rec)
+        msg = rec.get("message")
+        if msg.__class__ is not dict:
+            msg = _message(rec)
         content = msg.get("content")
         ts = rec.get("timestamp")
         if rec.get("isCompactSummary"):
@@ -430,18 +450,29 @@ class FileBuilder:
             if self.cur is not None:
                 self.cur.compacted = True
             return
+        if isinstance(content, list):
+            # Tool results (most user lines): never a prompt.
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if results:
+                tur = rec.get("toolUseResult") if len(results) == 1 else None
+                for b in results:
+                    self._result(b, tur, ts)
+                if len(results) < len(content):
+                    self._note_interrupted(content)
+                return
         starts, prompt, slash = is_human_prompt(rec, content)
         if starts:
             self._start_turn(prompt, ts if isinstance(ts, str) else None, slash)
             return
-        if isinstance(content, list):
-            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-            tur = rec.get("toolUseResult")
-            for b in results:
-                self._result(b, tur if len(results) == 1 else None, ts)
-        if self.cur is not None and isinstance(content, str) and content.lstrip().startswith("[Request interrupted"):
-            self.cur.interrupted = True
-        elif self.cur is not None and isinstance(content, list):
+        self._note_interrupted(content)
+
+    def _note_interrupted(self, content: Any) -> None:
+        if self.cur is None:
+            return
+        if isinstance(content, str):
+            if content.lstrip().startswith("[Request interrupted"):
+                self.cur.interrupted = True
+        elif isinstance(content, list):
             if any(isinstance(b, dict) and str(b.get("text", "")).startswith("[Request interrupted") for b in content):
                 self.cur.interrupted = True
 
@@ -456,15 +487,14 @@ class FileBuilder:
         limit = (BRIEF_RESULT_CHARS if inv.is_error
                  else BRIEF_READ_RESULT_CHARS if inv.tool_name in READ_TOOLS else BRIEF_OK_RESULT_CHARS)
         inv.result_brief = _short(text, limit)
-        self._dirty.append((inv, "result_brief"))
-        if isinstance(tur, dict):
+        self._dirty.append(inv)
+        if isinstance(tur, dict):  # (1.0.x Task results are lists, with no agentId: inline linking does it)
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentId"), str):
                 inv.agent_id = tur["agentId"]
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentType"), str) and not inv.subagent_type:
                 inv.subagent_type = tur["agentType"]
             if not inv.is_error and (inv.tool_name in EDIT_TOOLS or inv.tool_name in WRITE_TOOLS):
                 _file_change(inv, tur)
-                self._dirty.append((inv, "diff"))
                 if tur.get("type") == "create":
                     body = tur.get("content")
                     inv.lines_added = len(body.splitlines()) if isinstance(body, str) else 0
@@ -472,51 +502,56 @@ class FileBuilder:
                     inv.file_created = True
                 else:
                     inv.lines_added, inv.lines_removed = _patch_counts(tur.get("structuredPatch"))
-        elif isinstance(tur, list) and inv.tool_name in AGENT_TOOLS:
-            pass  # 1.0.x Task results carry no agentId; inline linking handles them
         if inv.is_error:
             inv.lines_added = inv.lines_removed = 0
         # The result is settled; drop it from the join table only once the turn is known complete.
 
     # ------------------------------------------------------------------ assistant lines
     def _assistant(self, rec: dict[str, Any]) -> None:
-        msg = _message(rec)
+        msg = rec.get("message")
+        if msg.__class__ is not dict:
+            msg = _message(rec)
+        ts = rec.get("timestamp")
+        if ts.__class__ is not str:
+            ts = None
         if self.cur is None:
-            self._start_turn(None, rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None, False)
+            self._start_turn(None, ts, False)
         turn = self.cur
         assert turn is not None
-        mid = msg.get("id") if isinstance(msg.get("id"), str) else rec.get("requestId") or rec.get("uuid") or ""
-        mid = str(mid)
+        mid = msg.get("id")
+        if mid.__class__ is not str:
+            mid = str(rec.get("requestId") or rec.get("uuid") or "")
         model = msg.get("model")
-        if isinstance(model, str) and model not in turn.models and model != "<synthetic>":
-            turn.models.append(model)
-            if model not in self.models:
-                self.models.append(model)
-        usage = msg.get("usage")
-        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
         if model != "<synthetic>":
+            if model.__class__ is str and model not in turn.models:
+                turn.models.append(model)
+                if model not in self.models:
+                    self.models.append(model)
             call = self.cur_llm.get(mid)
             if call is None:
-                call = LlmCall(message_id=mid, model=model if isinstance(model, str) else None, timestamp=ts)
+                call = LlmCall(message_id=mid, model=model if model.__class__ is str else None, timestamp=ts)
                 self.cur_llm[mid] = call
                 turn.llm_calls.append(call)
-            if isinstance(usage, dict):
-                u = {k: v for k, v in usage.items() if isinstance(v, int)}
+            usage = msg.get("usage")
+            if usage.__class__ is dict:
+                u = _usage_counts(usage)
                 self.cur_usage[mid] = u
-                call.input_tokens = u.get("input_tokens", 0)
-                call.output_tokens = u.get("output_tokens", 0)
-                call.cache_read_tokens = u.get("cache_read_input_tokens", 0)
-                call.cache_creation_tokens = u.get("cache_creation_input_tokens", 0)
-        for b in _blocks(msg.get("content")):
+                call.input_tokens, call.output_tokens, call.cache_read_tokens, call.cache_creation_tokens = u
+        content = msg.get("content")
+        for b in (content if content.__class__ is list else _blocks(content)):
+            if b.__class__ is not dict:
+                continue
             bt = b.get("type")
-            if bt == "text" and isinstance(b.get("text"), str) and b["text"].strip():
-                text = b["text"][:MAX_TEXT_CHARS]
-                turn.assistant_text = text
-                self.last_assistant_text = text
-                self._dirty.append((turn, "assistant_text"))
-                self._dirty.append((self, "last_assistant_text"))
-            elif bt == "tool_use":
+            if bt == "tool_use":
                 self._tool_use(turn, b, mid, ts)
+            elif bt == "text":
+                text = b.get("text")
+                if text.__class__ is str and text.strip():
+                    text = text[:MAX_TEXT_CHARS]
+                    turn.assistant_text = text
+                    self.last_assistant_text = text
+                    self._dirty.append(turn)
+                    self._dirty.append(self)
 
     def _tool_use(self, turn: Turn, b: dict[str, Any], mid: str, ts: str | None) -> None:
         if mid not in self.cur_msg_seq:
@@ -541,11 +576,8 @@ class FileBuilder:
             inv.subagent_type = inp["subagent_type"]
         if name == "ExitPlanMode" and isinstance(inp.get("plan"), str) and inp["plan"].strip():
             self.exit_plan = inp["plan"][:MAX_TEXT_CHARS]
-            self._dirty.append((self, "exit_plan"))
-        if name == "Write" and isinstance(inp.get("content"), str):
-            # A Write whose result lacks a patch (1.0/2.0) is settled from the result's type.
-            pass
-        self._dirty.extend([(inv, "input_brief"), (inv, "file_path"), (inv, "command"), (inv, "description")])
+            self._dirty.append(self)
+        self._dirty.append(inv)
         turn.invocations.append(inv)
         if inv.tool_use_id:
             self.pending[inv.tool_use_id] = inv
@@ -681,3 +713,13 @@ def compute_metrics(turn: Turn) -> None:
                 m.bash_commands.append(inv.command)
             if inv.is_error:
                 m.bash_error_count += 1
+
+
+# The text attributes of each object a builder lists for redaction.
+_TEXT_FIELDS: dict[type, tuple[str, ...]] = {
+    Invocation: ("input_brief", "file_path", "command", "description", "result_brief", "diff"),
+    Turn: ("prompt", "assistant_text"),
+    TextUnit: ("text",),
+    FileBackup: ("path",),
+    FileBuilder: ("last_assistant_text", "exit_plan"),
+}
