@@ -100,7 +100,18 @@ class Scanner:
         self.claude_dir = claude_dir
         self.projects_dir = claude_dir / "projects"
         self.plans_dir = claude_dir / "plans"
-        self.known = catalog.file_states()
+        self._known: dict[str, FileState] | None = catalog.file_states()
+
+    @property
+    def known(self) -> dict[str, FileState]:
+        """Every cataloged file's scan state (reloaded on first use after workers wrote)."""
+        if self._known is None:
+            self._known = self.catalog.file_states()
+        return self._known
+
+    @known.setter
+    def known(self, value: dict[str, FileState]) -> None:
+        self._known = value
 
     def rel(self, path: Path) -> str:
         """The catalog key of a file: its absolute path (one catalog may serve several Claude dirs)."""
@@ -159,7 +170,7 @@ class Scanner:
                 _merge(report, counters)
             if progress:
                 progress(len(groups), len(groups))
-            self.known = self.catalog.file_states()
+            self._known = None  # the workers' writes are not in it: reload when next needed
             return
         built = (self._build_safely(group, stats) for group, stats in todo)
         pending: list[Any] = []

@@ -9,6 +9,7 @@ Layouts handled (DESIGN "Transcript format notes"):
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,25 +59,28 @@ def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | Non
 
     if not projects_dir.is_dir():
         return []
-    for project in sorted(p for p in projects_dir.iterdir() if p.is_dir()):
-        for entry in sorted(project.iterdir()):
-            if entry.suffix == ".jsonl" and not entry.is_dir():
-                if is_agent_file(entry):
-                    parent = flat_parent(entry) if flat_parent else None
+    # os.scandir: the entry types come with the listing, so no file is stat-ed here.
+    for project in sorted((e for e in os.scandir(projects_dir) if e.is_dir()), key=lambda e: e.name):
+        for entry in sorted(os.scandir(project.path), key=lambda e: e.name):
+            name = entry.name
+            if name.endswith(".jsonl") and not entry.is_dir():
+                path = Path(entry.path)
+                if name.startswith("agent-"):
+                    parent = flat_parent(path) if flat_parent else None
                     if parent is None:
-                        rec = first_record(entry)
+                        rec = first_record(path)
                         parent = rec.get("sessionId") if rec else None
                     if not isinstance(parent, str) or not parent:
-                        parent = entry.stem  # unknown parent: keep it as its own group
-                    get(parent, project.name).subagents.append(SubagentFile(entry, "flat"))
+                        parent = path.stem  # unknown parent: keep it as its own group
+                    get(parent, project.name).subagents.append(SubagentFile(path, "flat"))
                 else:
-                    get(entry.stem, project.name).main = entry
+                    get(path.stem, project.name).main = path
             elif entry.is_dir():
-                sub_root = entry / "subagents"
+                sub_root = Path(entry.path) / "subagents"
                 if sub_root.is_dir():
                     for f in sorted(sub_root.rglob("agent-*.jsonl")):
                         meta = f.with_suffix(".meta.json")
-                        get(entry.name, project.name).subagents.append(
+                        get(name, project.name).subagents.append(
                             SubagentFile(f, "subagents_dir", meta if meta.exists() else None))
     return sorted(sessions.values(), key=lambda s: (s.project_dir, s.session_id))
 

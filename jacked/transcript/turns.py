@@ -95,11 +95,11 @@ def _result_text(content: Any) -> str:
 
 def _usage_counts(usage: dict[str, Any]) -> tuple[int, int, int, int]:
     """(input, output, cache read, cache creation) tokens of a `usage` object; non-integers count 0."""
-    counts = (usage.get("input_tokens", 0), usage.get("output_tokens", 0),
-              usage.get("cache_read_input_tokens", 0), usage.get("cache_creation_input_tokens", 0))
-    if all(c.__class__ is int for c in counts):
-        return counts  # type: ignore[return-value]
-    return tuple(c if isinstance(c, int) else 0 for c in counts)  # type: ignore[return-value]
+    a, b, c, d = (usage.get("input_tokens", 0), usage.get("output_tokens", 0),
+                  usage.get("cache_read_input_tokens", 0), usage.get("cache_creation_input_tokens", 0))
+    if a.__class__ is int and b.__class__ is int and c.__class__ is int and d.__class__ is int:
+        return a, b, c, d
+    return tuple(x if isinstance(x, int) else 0 for x in (a, b, c, d))  # type: ignore[return-value]
 
 
 def _short(text: str, limit: int) -> str:
@@ -126,17 +126,16 @@ def _brief_input(inp: Any) -> str:
 
 
 def _patch_counts(patch: Any) -> tuple[int, int]:
+    """(lines added, lines removed) of `structuredPatch` hunks."""
     added = removed = 0
     if isinstance(patch, list):
         for hunk in patch:
             lines = hunk.get("lines") if isinstance(hunk, dict) else None
             if isinstance(lines, list):
-                for ln in lines:
-                    if isinstance(ln, str):
-                        if ln.startswith("+"):
-                            added += 1
-                        elif ln.startswith("-"):
-                            removed += 1
+                # Patch lines hold no newline: joined, a line start is a "\n" (C speed, not a loop).
+                text = "\n" + "\n".join(ln for ln in lines if ln.__class__ is str)
+                added += text.count("\n+")
+                removed += text.count("\n-")
     return added, removed
 
 
@@ -153,17 +152,14 @@ def _patch_diff(patch: Any) -> str | None:
     if not isinstance(patch, list) or not patch:
         return None
     out: list[str] = []
-    size = 0
     for hunk in patch:
         if not isinstance(hunk, dict):
             continue
-        head = (f"@@ -{hunk.get('oldStart', '?')},{hunk.get('oldLines', '?')} "
-                f"+{hunk.get('newStart', '?')},{hunk.get('newLines', '?')} @@")
-        for ln in [head] + [x for x in (hunk.get("lines") or []) if isinstance(x, str)]:
-            out.append(ln)
-            size += len(ln) + 1
-            if size > MAX_DIFF_CHARS * 2:  # stop joining early: the result is cut below anyway
-                break
+        out.append(f"@@ -{hunk.get('oldStart', '?')},{hunk.get('oldLines', '?')} "
+                   f"+{hunk.get('newStart', '?')},{hunk.get('newLines', '?')} @@")
+        lines = hunk.get("lines")
+        if isinstance(lines, list):
+            out.extend(ln for ln in lines if ln.__class__ is str)
     return _short("\n".join(out), MAX_DIFF_CHARS) if out else None
 
 
