@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from jacked import redact as redact_mod
 from jacked.redact import KINDS, MARK_PREFIX, find_secrets, redact, redact_many, redact_obj
 
 GEN_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
@@ -382,3 +383,33 @@ def test_generated_corpus_all_secret_kinds(tmp_path: Path) -> None:
                 if any(s.startswith(p) for s in planted)}
     assert len(prefixes) == 6, prefixes
     _check_corpus(before, after, planted)
+
+
+# --------------------------------------------------------------------------- trigger search
+def _real_transcript_bytes() -> list[bytes]:
+    real = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code"
+    return [p.read_bytes() for p in sorted(real.rglob("*.jsonl"))]
+
+
+def test_trigger_search_equals_the_plain_finds() -> None:
+    """The Aho-Corasick pass finds exactly what one `bytes.find` loop per trigger finds
+    (the fallback where no wheel exists), so both redact alike."""
+    if not hasattr(redact_mod, "_hits_by_automaton"):
+        pytest.skip("ahocorasick-rs is not installed: only the plain finds run")
+    secrets = [GHP, ANT, OAI, OAI_LEGACY, AWS_ID, AWS_STS, SLACK, GLPAT, GH_PAT, JWT, OPENSSH, RSA,
+               "password=hunter2x", "postgres://u:Pw0rd!x@db/x", "api_key: 'Zx81kk2l0Q'", "secret_token=abc123XYZ"]
+    buffers = [s.encode() for s in secrets] + [("\0".join(secrets)).lower().encode()] + _real_transcript_bytes()
+    for buf in buffers:
+        low = buf.lower()
+        assert sorted(redact_mod._hits_by_automaton(low)) == sorted(redact_mod._hits_by_find(low))
+    found = sum(len(redact_mod._hits_by_find(b.lower())) for b in buffers)
+    assert found > 1000  # the fixtures hold plenty of triggers (`token`, `://`, ...)
+
+
+def test_fallback_redacts_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [b.decode("utf-8", "surrogateescape") for b in _real_transcript_bytes()[:40]]
+    texts += [f"export DB_PASSWORD={AWS_SECRET}\n{SLACK} {JWT}", OPENSSH, f"see https://x:{OAI}@h.io {GHP}"]
+    fast = [redact(t) for t in texts]
+    monkeypatch.setattr(redact_mod, "_trigger_hits", redact_mod._hits_by_find)
+    assert [redact(t) for t in texts] == fast
+    assert sum(f.count(MARK_PREFIX) for f in fast) >= 6
