@@ -27,7 +27,9 @@ BATCH_SECONDS = 0.5
 # A cold scan of many sessions is spread over worker processes (2 cores here).
 PARALLEL_MIN_SESSIONS = 16
 MAX_WORKERS = 4
-_QUEUE_MAX_CHUNKS = 8192  # 4-byte chunk numbers: 32 KiB, well within a pipe's buffer
+# 4-byte chunk numbers, written before any reader exists: 2 KiB fits any pipe's buffer
+# (a Linux pipe may be cut to one page; macOS starts at 16 KiB).
+_QUEUE_MAX_CHUNKS = 512
 _WRITE_COST_PER_BUILD = 0.25  # writing a session to the catalog takes about this share of building it
 RESUME_STATE_DAYS = 7
 
@@ -239,19 +241,26 @@ class Scanner:
                 left = _pipe_bytes(queue_read) // 4
                 progress(min(len(items), (len(chunks) - left) * size))
 
-        try:
-            yield self.scan_queue(chunks, queue_read, lock_path, taken, retire_early=bool(children))
-        finally:
-            os.close(queue_read)
         failed = False
-        for pid, read_end in children:
-            with os.fdopen(read_end, "rb") as fh:
-                data = fh.read()
-            _, status = os.waitpid(pid, 0)
-            if status == 0 and data:
-                yield pickle.loads(data)
-            else:
-                failed = True
+        try:
+            try:
+                yield self.scan_queue(chunks, queue_read, lock_path, taken, retire_early=bool(children))
+            finally:
+                os.close(queue_read)
+            while children:
+                pid, read_end = children[0]
+                with os.fdopen(read_end, "rb") as fh:
+                    data = fh.read()
+                _, status = os.waitpid(pid, 0)
+                children.pop(0)
+                if status == 0 and data:
+                    yield pickle.loads(data)
+                else:
+                    failed = True
+        finally:  # interrupted: no worker is left behind unreaped
+            for pid, read_end in children:
+                os.close(read_end)
+                os.waitpid(pid, 0)
         if failed:  # a worker died: what it did not write is scanned here (writes are idempotent)
             self.known = self.catalog.file_states()
             counters, left = ScanReport(), []

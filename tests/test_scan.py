@@ -147,7 +147,10 @@ def _catalog_dump(cat: Catalog) -> list[dict]:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and 2 cores")
-def test_parallel_cold_scan_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("max_chunks", [512, 4])  # one session per queue entry, or several
+def test_parallel_cold_scan_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              max_chunks: int) -> None:
+    monkeypatch.setattr(scanner_mod, "_QUEUE_MAX_CHUNKS", max_chunks)
     seen: list[tuple[int, int]] = []
     seq_cat, seq = _cold_scan(tmp_path / "seq.db", False, monkeypatch)
     par_cat, par = _cold_scan(tmp_path / "par.db", True, monkeypatch, lambda d, t: seen.append((d, t)))
