@@ -282,24 +282,28 @@ class Archive:
                 self.db.execute("UPDATE entries SET mtime_ns = -1, size = -1 WHERE source = ?", (r[0],))
         return seen
 
-    def _changed(self, paths: list[Path]) -> bool:
-        """Whether any of `paths` differs from its archived copy (cheap: stat only)."""
+    def _changed(self, paths: list[Path], stats: dict[Path, os.stat_result] | None = None) -> bool:
+        """Whether any of `paths` differs from its archived copy (cheap: stat only; `stats`
+        may hold some of them already)."""
         if self._seen is None:
             self._seen = self._load_seen()
         for p in paths:
-            try:
-                st = p.stat()
-            except OSError:
-                continue
+            st = stats.get(p) if stats else None
+            if st is None:
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
             if self._seen.get(str(p.absolute())) != (st.st_size, st.st_mtime_ns):
                 return True
         return False
 
-    def capture_group(self, group: Any) -> None:
-        """Every file of a discovered session (main, subagents and their .meta.json)."""
+    def capture_group(self, group: Any, stats: dict[Path, os.stat_result] | None = None) -> None:
+        """Every file of a discovered session (main, subagents and their .meta.json);
+        `stats` are the transcripts' stats when the caller has them."""
         files = ([(group.main, "main")] if group.main is not None else []) + \
             [(f, k) for sf in group.subagents for f, k in ((sf.path, "subagent"), (sf.meta_path, "meta")) if f]
-        if not self._changed([f for f, _ in files]):
+        if not self._changed([f for f, _ in files], stats):
             return
         try:
             with self._locked():

@@ -189,7 +189,7 @@ class Catalog:
         rows = self.db.execute(
             "SELECT path, session_id, kind, layout, size, mtime_ns, offset, head_hash, tail_hash, lines, "
             "malformed, pending_malformed, parent_id, NULL AS state, parser_version FROM files")
-        return {r["path"]: FileState(**dict(r)) for r in rows}
+        return {r[0]: FileState(*r) for r in rows}  # columns in field order
 
     def file_blob(self, path: str) -> bytes | None:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()

@@ -148,10 +148,13 @@ class Scanner:
         """Build the changed sessions (in worker processes when there are many) and write them,
         several per transaction (each still all-or-nothing): commits are costly."""
         todo: list[tuple[SessionFiles, dict[Path, os.stat_result]]] = []
+        unchanged: list[str] = []
         done = 0
         for group in groups:
             try:
                 stats = self._changed_stats(group, report)
+                if stats is None:
+                    unchanged.append(group.session_id)
             except OSError as e:
                 report.errors.append(f"{group.session_id}: {e.strerror or e}")
                 stats = None
@@ -161,6 +164,7 @@ class Scanner:
                     progress(done, len(groups))
             else:
                 todo.append((group, stats))
+        self._count_unchanged(unchanged, report)
         if self._parallel_ok(len(todo)):
             base = done
 
@@ -356,6 +360,7 @@ class Scanner:
         """Scan one session's files; returns the session when it was (re)built."""
         stats = self._changed_stats(group, report)
         if stats is None:
+            self._count_unchanged([group.session_id], report)
             return None
         session, states, skipped = self._build(group, stats, report)
         if in_transaction:
@@ -367,21 +372,22 @@ class Scanner:
 
     def _changed_stats(self, group: SessionFiles, report: ScanReport) -> dict[Path, os.stat_result] | None:
         """The files' stats when any changed since the last scan; None (counted) when none did."""
-        if self.archive is not None:
-            self.archive.capture_group(group)
         stats: dict[Path, os.stat_result] = {}
         changed = False
-        for p in group.all_paths():
-            st = p.stat()
-            stats[p] = st
-            known = self.known.get(self.rel(p))
-            if (known is None or known.size != st.st_size or known.mtime_ns != st.st_mtime_ns
-                    or known.parser_version != PARSER_VERSION):
-                changed = True
+        try:
+            for p in group.all_paths():
+                st = p.stat()
+                stats[p] = st
+                known = self.known.get(self.rel(p))
+                if (known is None or known.size != st.st_size or known.mtime_ns != st.st_mtime_ns
+                        or known.parser_version != PARSER_VERSION):
+                    changed = True
+        finally:  # even when a file just vanished: the others are kept
+            if self.archive is not None:
+                self.archive.capture_group(group, stats)
         if changed:
             return stats
         report.sessions_unchanged += 1
-        self._count_turns(group, report)
         return None
 
     def _build(self, group: SessionFiles, stats: dict[Path, os.stat_result],
@@ -436,12 +442,15 @@ class Scanner:
             report.lines_unknown += session.lines_unknown
             report.lines_duplicate += session.lines_duplicate
 
-    def _count_turns(self, group: SessionFiles, report: ScanReport) -> None:
-        row = self.catalog.db.execute("SELECT turn_count, lines_skipped FROM sessions WHERE session_id = ?",
-                                      (group.session_id,)).fetchone()
-        if row:
-            report.turns += row[0] or 0
-            report.lines_skipped += row[1] or 0
+    def _count_unchanged(self, session_ids: list[str], report: ScanReport) -> None:
+        """Add the cataloged turns and skipped lines of sessions that were not re-read."""
+        for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
+            part = session_ids[i:i + 500]
+            row = self.catalog.db.execute(
+                "SELECT COALESCE(SUM(turn_count), 0), COALESCE(SUM(lines_skipped), 0) FROM sessions "
+                f"WHERE session_id IN ({','.join('?' * len(part))})", part).fetchone()
+            report.turns += row[0]
+            report.lines_skipped += row[1]
 
     def _read_file(self, path: Path, st: os.stat_result, kind: str, layout: str | None,
                    group: SessionFiles, report: ScanReport) -> tuple[FileBuilder, FileState | None]:

@@ -76,13 +76,24 @@ def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | Non
                 else:
                     get(path.stem, project.name).main = path
             elif entry.is_dir():
-                sub_root = Path(entry.path) / "subagents"
-                if sub_root.is_dir():
-                    for f in sorted(sub_root.rglob("agent-*.jsonl")):
-                        meta = f.with_suffix(".meta.json")
-                        get(name, project.name).subagents.append(
-                            SubagentFile(f, "subagents_dir", meta if meta.exists() else None))
+                found = _subagents_dir_files(os.path.join(entry.path, "subagents"))
+                if found:
+                    get(name, project.name).subagents.extend(found)
     return sorted(sessions.values(), key=lambda s: (s.project_dir, s.session_id))
+
+
+def _subagents_dir_files(root: str) -> list[SubagentFile]:
+    """`agent-*.jsonl` files anywhere below a session's `subagents/` folder, sorted, each with
+    its `.meta.json` when there is one (seen in the listing: nothing is stat-ed)."""
+    found = []
+    for folder, _, names in os.walk(root):  # a missing folder yields nothing
+        listed = set(names)
+        for name in names:
+            if name.startswith("agent-") and name.endswith(".jsonl"):
+                meta = name[:-len(".jsonl")] + ".meta.json"
+                found.append(SubagentFile(Path(folder, name), "subagents_dir",
+                                          Path(folder, meta) if meta in listed else None))
+    return sorted(found, key=lambda f: f.path)
 
 
 def repo_name_of(cwd: str | None) -> str | None:
