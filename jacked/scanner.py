@@ -6,10 +6,12 @@ whose earlier bytes changed is re-read whole.
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,7 +136,8 @@ class Scanner:
         report.session_ids = [g.session_id for g in groups]
         if self.archive is not None:
             self.archive.capture_plans(self.plans_dir)
-        self._scan_groups(groups, report, progress)
+        with _collector_paused():
+            self._scan_groups(groups, report, progress)
         if self.archive is not None and only is None:
             # Sessions whose transcript Claude Code deleted stay in the scan, read from the archive if need be.
             self.archive.restore_missing(self, report, {str(g.main.absolute()) for g in groups if g.main})
@@ -479,8 +482,9 @@ class Scanner:
         report.files_opened += 1
         if start:
             report.files_resumed += 1
+        feed = builder.feed
         for rec in iter_records(path, start, res):
-            builder.feed(rec)
+            feed(rec)
         report.bytes_read += res.bytes_read
         report.lines_read += res.lines
         head, tail = _probe(path, res.end_offset)
@@ -504,6 +508,20 @@ def _worker_scanner(parent: Scanner) -> Scanner:
     worker.catalog = Catalog(parent.catalog.path, migrate=False)  # the parent just did
     worker.archive = None
     return worker
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Automatic garbage collection off while sessions are built: a scan makes millions of
+    short-lived objects but no reference cycles to speak of, and the collector's passes over
+    what a large scan holds cost a tenth of it (1,000 sessions: 0.80 s -> 0.70 s)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _build_cost(stats: dict[Path, os.stat_result]) -> int:

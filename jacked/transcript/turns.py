@@ -30,7 +30,7 @@ from jacked.transcript.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 7
+PARSER_VERSION = 8
 
 BRIEF_INPUT_CHARS = 1200
 BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people search for
@@ -257,6 +257,7 @@ class FileBuilder:
         self.session_id: str | None = None
         self.agent_id: str | None = None
         self.cwd: str | None = None
+        self._ids_known = False  # the three above are settled: no need to look for them
         self.git_branch: str | None = None
         self.slug: str | None = None
         self.version_first: str | None = None
@@ -317,7 +318,7 @@ class FileBuilder:
         if rtype not in KNOWN_TYPES:
             self.unknown += 1
             return
-        self._note_context(rec)
+        self._note_context(rec, rtype)
         if rtype == "user" or rtype == "assistant":
             if rec.get("isSidechain") and not self.is_subagent_file:
                 self._feed_inline(rec, rtype)
@@ -364,23 +365,27 @@ class FileBuilder:
         else:
             self.pending_backups.extend(fresh)
 
-    def _note_context(self, rec: dict[str, Any]) -> None:
+    def _note_context(self, rec: dict[str, Any], rtype: str) -> None:
+        """Times, ids, cwd, branch, slug and version from any line (runs once per line)."""
         get = rec.get
         ts = get("timestamp")
-        if ts.__class__ is str and get("type") != "file-history-snapshot":
+        if ts.__class__ is str and rtype != "file-history-snapshot":
             if self.started_at is None:
                 self.started_at = ts
             self.ended_at = ts
             if self.cur is not None:
                 self.cur.ended_at = ts
-        if self.session_id is None and isinstance(get("sessionId"), str):
-            self.session_id = rec["sessionId"]
-        if self.agent_id is None and isinstance(get("agentId"), str):
-            self.agent_id = rec["agentId"]
-        if self.cwd is None:
-            cwd = get("cwd")
-            if isinstance(cwd, str) and cwd:
-                self.cwd = cwd
+        if not self._ids_known:
+            if self.session_id is None and isinstance(get("sessionId"), str):
+                self.session_id = rec["sessionId"]
+            if self.agent_id is None and isinstance(get("agentId"), str):
+                self.agent_id = rec["agentId"]
+            if self.cwd is None:
+                cwd = get("cwd")
+                if isinstance(cwd, str) and cwd:
+                    self.cwd = cwd
+            self._ids_known = (self.session_id is not None and self.cwd is not None
+                               and (self.agent_id is not None or not self.is_subagent_file))
         branch = get("gitBranch")
         if branch and branch.__class__ is str:
             self.git_branch = branch
