@@ -25,14 +25,9 @@ from jacked.transcript.turns import PARSER_VERSION, FileBuilder
 from jacked.timeutil import parse_ts
 
 PROBE_BYTES = 4096
-BATCH_SECONDS = 0.5
-# A cold scan of many sessions is spread over worker processes (2 cores here).
+BATCH_SECONDS = 0.5  # built sessions are written at least this often, several per transaction
+# A cold scan of this many changed sessions or more is spread over worker processes.
 PARALLEL_MIN_SESSIONS = 16
-MAX_WORKERS = 4
-# 4-byte chunk numbers, written before any reader exists: 2 KiB fits any pipe's buffer
-# (a Linux pipe may be cut to one page; macOS starts at 16 KiB).
-_QUEUE_MAX_CHUNKS = 512
-_WRITE_COST_PER_BUILD = 0.25  # writing a session to the catalog takes about this share of building it
 RESUME_STATE_DAYS = 7
 
 
@@ -155,7 +150,7 @@ class Scanner:
         done = 0
         for group in groups:
             try:
-                stats = self._changed_stats(group, report)
+                stats = self.changed_stats(group, report)
                 if stats is None:
                     unchanged.append(group.session_id)
             except OSError as e:
@@ -175,24 +170,26 @@ class Scanner:
                 if progress:
                     progress(base + taken, len(groups))
 
-            for counters in self._scan_parallel(todo, tick):
+            from jacked.scan_workers import scan_in_workers
+
+            for counters in scan_in_workers(self, todo, tick):
                 _merge(report, counters)
             if progress:
                 progress(len(groups), len(groups))
             self._known = None  # the workers' writes are not in it: reload when next needed
             return
-        built = (self._build_safely(group, stats) for group, stats in todo)
+        built = (self.build_safely(group, stats) for group, stats in todo)
         pending: list[Any] = []
         batch_start = time.perf_counter()
         for item in built:
             pending.append(item)
             if time.perf_counter() - batch_start >= BATCH_SECONDS:
-                self._write_batch(pending, report)
+                self.write_batch(pending, report)
                 pending, batch_start = [], time.perf_counter()
             done += 1
             if progress:
                 progress(done, len(groups))
-        self._write_batch(pending, report)
+        self.write_batch(pending, report)
 
     def _parallel_ok(self, changed: int) -> bool:
         import threading
@@ -202,141 +199,7 @@ class Scanner:
         return (changed >= PARALLEL_MIN_SESSIONS and (os.cpu_count() or 1) > 1 and hasattr(os, "fork")
                 and str(self.catalog.path) != ":memory:" and threading.active_count() == 1)
 
-    def _scan_parallel(self, todo: list[tuple[SessionFiles, dict[Path, os.stat_result]]],
-                       progress: Callable[[int], None] | None = None) -> Iterator[ScanReport]:
-        """Build and write sessions in this process and in forked workers, each with its own
-        catalog connection; yields each process's counters.
-
-        Plain fork + pipes rather than a process pool: a pool's start-up cost a fifth of a
-        cold scan. The work queue is a pipe pre-filled with 4-byte chunk numbers (biggest
-        sessions first): every process takes the next chunk when it is free, so none waits
-        on a slow one (bytes predict a session's cost poorly). Writes are serialised by an
-        flock, which wakes the next writer at once where SQLite's busy handler would sleep.
-        `progress(done)` is called from this process with the number of sessions taken.
-        """
-        import pickle
-
-        items = sorted(todo, key=lambda it: -_build_cost(it[1]))
-        size = -(-len(items) // _QUEUE_MAX_CHUNKS)  # sessions per chunk: the queue fits the pipe
-        chunks = [items[i:i + size] for i in range(0, len(items), size)]
-        queue_read, queue_write = os.pipe()
-        os.write(queue_write, b"".join(i.to_bytes(4, "little") for i in range(len(chunks))))
-        lock_path = Path(str(self.catalog.path) + "-scan.lock")
-        children = []
-        for _ in range(min(os.cpu_count() or 2, MAX_WORKERS) - 1):
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # worker: scan from the queue, send back the counters, leave without cleanup
-                code = 0
-                try:
-                    os.close(read_end)
-                    os.close(queue_write)
-                    counters = _worker_scanner(self).scan_queue(chunks, queue_read, lock_path)
-                    counters.changed_session_ids = []  # only the counts travel back
-                    with os.fdopen(write_end, "wb") as out:
-                        pickle.dump(counters, out)
-                except BaseException:  # noqa: BLE001 - the parent redoes what is left
-                    code = 1
-                finally:
-                    os._exit(code)
-            os.close(write_end)
-            children.append((pid, read_end))
-        os.close(queue_write)  # the queue ends (EOF) once every chunk is taken
-
-        def taken() -> None:
-            if progress is not None:
-                left = _pipe_bytes(queue_read) // 4
-                progress(min(len(items), (len(chunks) - left) * size))
-
-        failed = False
-        try:
-            try:
-                yield self.scan_queue(chunks, queue_read, lock_path, taken, retire_early=bool(children))
-            finally:
-                os.close(queue_read)
-            while children:
-                pid, read_end = children[0]
-                with os.fdopen(read_end, "rb") as fh:
-                    data = fh.read()
-                _, status = os.waitpid(pid, 0)
-                children.pop(0)
-                if status == 0 and data:
-                    yield pickle.loads(data)
-                else:
-                    failed = True
-        finally:  # interrupted: no worker is left behind unreaped
-            for pid, read_end in children:
-                os.close(read_end)
-                os.waitpid(pid, 0)
-        if failed:  # a worker died: what it did not write is scanned here (writes are idempotent)
-            self.known = self.catalog.file_states()
-            counters, left = ScanReport(), []
-            for group, stats in items:
-                try:
-                    still = self._changed_stats(group, ScanReport())
-                except OSError:
-                    still = stats  # _build_safely reports it
-                if still is not None:
-                    left.append(self._build_safely(group, still))
-            self._write_batch(left, counters)
-            yield counters
-
-    def scan_queue(self, chunks: list[list[tuple[SessionFiles, dict[Path, os.stat_result]]]], queue: int,
-                   lock_path: Path, taken: Callable[[], None] | None = None,
-                   retire_early: bool = False) -> ScanReport:
-        """Build the chunks named on the `queue` pipe until it ends and write them under the
-        `lock_path` flock, several sessions per transaction.
-
-        Writes happen every `BATCH_SECONDS`, and early: once half, then three quarters of the
-        queued bytes are taken, as soon as the catalog is free, so they overlap the other
-        workers' building instead of queueing behind theirs at the very end. With
-        `retire_early` (one process only: another must drain the queue), this process stops
-        taking work when what is left would keep the others busy about as long as its own
-        last write takes.
-        """
-        counters = ScanReport()
-        sizes = [sum(_build_cost(stats) for _, stats in chunk) for chunk in chunks]
-        left = [0] * (len(chunks) + 1)  # left[i]: the cost of chunks[i:], the work still queued
-        for i in range(len(chunks) - 1, -1, -1):
-            left[i] = left[i + 1] + sizes[i]
-        marks = [left[0] // 2, left[0] // 4]
-        pending: list[Any] = []
-        pending_bytes = 0
-        batch_start = time.perf_counter()
-        lock = _WriteLock(lock_path)
-        try:
-            while True:
-                queued = left[len(chunks) - _pipe_bytes(queue) // 4]
-                if retire_early and pending and queued <= pending_bytes * _WRITE_COST_PER_BUILD:
-                    break
-                token = os.read(queue, 4)
-                if len(token) < 4:
-                    break
-                i = int.from_bytes(token, "little")
-                pending += [self._build_safely(group, stats) for group, stats in chunks[i]]
-                pending_bytes += sizes[i]
-                if taken is not None:
-                    taken()
-                due = time.perf_counter() - batch_start >= BATCH_SECONDS
-                early = bool(marks) and left[len(chunks) - _pipe_bytes(queue) // 4] <= marks[0]
-                if (due or early) and lock.acquire(wait=due):
-                    try:
-                        self._write_batch(pending, counters)
-                    finally:
-                        lock.release()
-                    pending, pending_bytes, batch_start = [], 0, time.perf_counter()
-                    if early:
-                        marks.pop(0)
-            lock.acquire()
-            try:
-                self._write_batch(pending, counters)
-            finally:
-                lock.release()
-        finally:
-            lock.close()
-        return counters
-
-    def _build_safely(self, group: SessionFiles, stats: dict[Path, os.stat_result]) -> tuple[Any, ...]:
+    def build_safely(self, group: SessionFiles, stats: dict[Path, os.stat_result]) -> tuple[Any, ...]:
         """(group, built session or None, error or None, counters): never raises for a bad file."""
         counters = ScanReport()
         try:
@@ -344,8 +207,8 @@ class Scanner:
         except OSError as e:
             return group, None, f"{group.session_id}: {e.strerror or e}", counters
 
-    def _write_batch(self, items: list[tuple[Any, ...]], report: ScanReport) -> None:
-        """Write `_build_safely` results in one transaction and count them."""
+    def write_batch(self, items: list[tuple[Any, ...]], report: ScanReport) -> None:
+        """Write `build_safely` results in one transaction and count them."""
         if not items:
             return
         with self.catalog.transaction():
@@ -361,7 +224,7 @@ class Scanner:
 
     def scan_group(self, group: SessionFiles, report: ScanReport, in_transaction: bool = False) -> Session | None:
         """Scan one session's files; returns the session when it was (re)built."""
-        stats = self._changed_stats(group, report)
+        stats = self.changed_stats(group, report)
         if stats is None:
             self._count_unchanged([group.session_id], report)
             return None
@@ -373,7 +236,7 @@ class Scanner:
                 self._store([(group, session, states, skipped)], report)
         return session
 
-    def _changed_stats(self, group: SessionFiles, report: ScanReport) -> dict[Path, os.stat_result] | None:
+    def changed_stats(self, group: SessionFiles, report: ScanReport) -> dict[Path, os.stat_result] | None:
         """The files' stats when any changed since the last scan; None (counted) when none did."""
         stats: dict[Path, os.stat_result] = {}
         changed = False
@@ -500,16 +363,6 @@ class Scanner:
         return builder, state
 
 
-def _worker_scanner(parent: Scanner) -> Scanner:
-    """In a forked worker: the parent's scanner, with a connection of its own to the catalog
-    (a SQLite connection must not cross a fork) and no archive (the parent keeps it)."""
-    worker = object.__new__(Scanner)
-    worker.__dict__.update(parent.__dict__)
-    worker.catalog = Catalog(parent.catalog.path, migrate=False)  # the parent just did
-    worker.archive = None
-    return worker
-
-
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Automatic garbage collection off while sessions are built: a scan makes millions of
@@ -522,48 +375,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _build_cost(stats: dict[Path, os.stat_result]) -> int:
-    """A session's expected build time, in bytes: its size plus a fixed cost per file
-    (measured on the fixtures: ~4.8 ms per MB and ~0.1 ms per file)."""
-    return sum(st.st_size for st in stats.values()) + 22_000 * len(stats)
-
-
-def _pipe_bytes(fd: int) -> int:
-    """How many bytes wait unread in a pipe."""
-    import fcntl
-    import termios
-
-    buf = bytearray(4)
-    fcntl.ioctl(fd, termios.FIONREAD, buf)
-    return int.from_bytes(buf, "little")
-
-
-class _WriteLock:
-    """An flock on a file beside the catalog, taken around a worker's write transactions:
-    the next writer wakes as soon as it is released (SQLite's busy handler sleeps), and the
-    kernel frees it if its holder dies. Open one per process: forks share a descriptor's lock."""
-
-    def __init__(self, path: Path) -> None:
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-
-    def acquire(self, wait: bool = True) -> bool:
-        import fcntl
-
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    def release(self) -> None:
-        import fcntl
-
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        os.close(self.fd)
 
 
 def _merge(report: ScanReport, part: ScanReport) -> None:

@@ -11,6 +11,7 @@ from kit import REAL, SID, assistant, claude_dir_with, prompt, result, text, too
 
 from jacked.catalog import Catalog
 from jacked.history import export_rows, turns_json
+from jacked import scan_workers
 from jacked import scanner as scanner_mod
 from jacked.scanner import Scanner
 
@@ -150,7 +151,7 @@ def _catalog_dump(cat: Catalog) -> list[dict]:
 @pytest.mark.parametrize("max_chunks", [512, 4])  # one session per queue entry, or several
 def test_parallel_cold_scan_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               max_chunks: int) -> None:
-    monkeypatch.setattr(scanner_mod, "_QUEUE_MAX_CHUNKS", max_chunks)
+    monkeypatch.setattr(scan_workers, "QUEUE_MAX_CHUNKS", max_chunks)
     seen: list[tuple[int, int]] = []
     seq_cat, seq = _cold_scan(tmp_path / "seq.db", False, monkeypatch)
     par_cat, par = _cold_scan(tmp_path / "par.db", True, monkeypatch, lambda d, t: seen.append((d, t)))
@@ -164,14 +165,14 @@ def test_parallel_cold_scan_equals_sequential(tmp_path: Path, monkeypatch: pytes
 def test_a_dying_worker_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seq_cat, seq = _cold_scan(tmp_path / "seq.db", False, monkeypatch)
     parent = os.getpid()
-    build = Scanner._build_safely
+    build = Scanner.build_safely
 
     def dies_in_worker(self, group, stats):  # type: ignore[no-untyped-def]
         if os.getpid() != parent:
             os._exit(3)  # as if killed: nothing written, no counters sent
         return build(self, group, stats)
 
-    monkeypatch.setattr(Scanner, "_build_safely", dies_in_worker)
+    monkeypatch.setattr(Scanner, "build_safely", dies_in_worker)
     par_cat, par = _cold_scan(tmp_path / "par.db", True, monkeypatch)
     assert _catalog_dump(par_cat) == _catalog_dump(seq_cat)
     assert (par.sessions_scanned, par.turns, par.lines_read) == (seq.sessions_scanned, seq.turns, seq.lines_read)
