@@ -7,11 +7,13 @@ import json
 import os
 import shutil
 import stat
+import zlib
 from pathlib import Path
 
 import pytest
 from kit import REAL
 
+from jacked import archive as archive_mod
 from jacked.archive import Archive, archive_listing
 from jacked.catalog import Catalog
 from jacked.scanner import Scanner
@@ -20,7 +22,11 @@ SID = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # has a plan-less main file and 2.
 PLAN_SID = "a7da6a22-facc-4fcd-8bab-f83c87862004"  # has a plan file
 
 
-def test_growth_is_appended_and_changes_rewrite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("deflate", ["default", "zlib"])  # ISA-L when installed, and the fallback
+def test_growth_is_appended_and_changes_rewrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                deflate: str) -> None:
+    if deflate == "zlib":
+        monkeypatch.setattr(archive_mod, "_deflate", zlib)
     claude = tmp_path / "claude"
     f = claude / "projects" / "p" / "s.jsonl"
     f.parent.mkdir(parents=True)
