@@ -7,7 +7,7 @@ from typing import Any, Optional
 import typer
 
 from jacked import history
-from jacked.cli.common import CliError, print_json, print_jsonl, settings, warn
+from jacked.cli.common import CliError, print_json, print_jsonl, progress_bar, settings, warn
 from jacked.config import Settings
 
 
@@ -53,7 +53,8 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
     if not s.projects_dir.is_dir():
         raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
     catalog = Catalog(s.catalog_path)
-    report = run_scan(catalog, s.claude_dir, progress=None)
+    with progress_bar(True) as bar:  # on stderr, and only on a terminal
+        report = run_scan(catalog, s.claude_dir, progress=(lambda d, n: bar("scan", d, n)) if bar else None)
     if json_out:
         print_json(report.to_json())
         return

@@ -2,42 +2,11 @@
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Optional
 
 import typer
 
-from jacked.cli.common import CliError, print_json, settings, warn
-
-
-@contextmanager
-def progress_bar(enabled: bool) -> Iterator[object]:
-    """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    # Refreshed from the callback, not by rich's refresh thread: a cold scan forks worker
-    # processes only from a single-threaded process.
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
-        tasks: dict[str, object] = {}
-        last_refresh = [0.0]
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task("reading sessions" if stage == "scan" else "indexing", total=total)
-            bar.update(tasks[stage], completed=done, total=total)  # type: ignore[arg-type]
-            now = time.monotonic()
-            if now - last_refresh[0] >= 0.1 or done >= total:
-                bar.refresh()
-                last_refresh[0] = now
-
-        yield update
+from jacked.cli.common import CliError, print_json, progress_bar, settings, warn
 
 
 def backfill_cmd(
