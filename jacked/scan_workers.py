@@ -60,7 +60,12 @@ def scan_in_workers(scanner: Scanner, todo: list[Work],
     children = []
     for _ in range(min(os.cpu_count() or 2, MAX_WORKERS) - 1):
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # e.g. a process limit: fewer workers, same result
+            os.close(read_end)
+            os.close(write_end)
+            break
         if pid == 0:  # worker: scan from the queue, send back the counters, leave without cleanup
             code = 0
             try:

@@ -176,3 +176,16 @@ def test_a_dying_worker_loses_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     par_cat, par = _cold_scan(tmp_path / "par.db", True, monkeypatch)
     assert _catalog_dump(par_cat) == _catalog_dump(seq_cat)
     assert (par.sessions_scanned, par.turns, par.lines_read) == (seq.sessions_scanned, seq.turns, seq.lines_read)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and 2 cores")
+def test_no_fork_possible_scans_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seq_cat, seq = _cold_scan(tmp_path / "seq.db", False, monkeypatch)
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(scan_workers.os, "fork", no_fork)
+    par_cat, par = _cold_scan(tmp_path / "par.db", True, monkeypatch)
+    assert _catalog_dump(par_cat) == _catalog_dump(seq_cat)
+    assert par.to_json() | {"seconds": 0} == seq.to_json() | {"seconds": 0}
