@@ -109,3 +109,18 @@ def test_cleardb_needs_confirmation(corpus: tuple[Path, Path, dict], tmp_path: P
     assert p.returncode == 0
     st = json.loads(run(["status", "--json"], scratch, claude).stdout)
     assert st["points"] == 0
+
+
+def test_progress_bar_starts_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold scan forks workers only from a single-threaded process: the terminal progress
+    bar must not run rich's refresh thread."""
+    import threading
+
+    from jacked.cli.common import progress_bar
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    before = threading.active_count()
+    with progress_bar(True) as bar:
+        assert bar is not None
+        bar("scan", 1, 2)  # type: ignore[operator]
+        assert threading.active_count() == before

@@ -189,3 +189,18 @@ def test_no_fork_possible_scans_here(tmp_path: Path, monkeypatch: pytest.MonkeyP
     par_cat, par = _cold_scan(tmp_path / "par.db", True, monkeypatch)
     assert _catalog_dump(par_cat) == _catalog_dump(seq_cat)
     assert par.to_json() | {"seconds": 0} == seq.to_json() | {"seconds": 0}
+
+
+def test_scan_restores_the_garbage_collector(tmp_path: Path) -> None:
+    import gc
+
+    claude = claude_dir_with(tmp_path / "c", [prompt("one"), assistant("m1", text("a"))])
+    assert gc.isenabled()
+    _scan(Catalog(tmp_path / "a.db"), claude)
+    assert gc.isenabled()  # paused while building, back on after
+    gc.disable()
+    try:
+        _scan(Catalog(tmp_path / "b.db"), claude)
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
