@@ -21,6 +21,7 @@ import abc
 import uuid
 from datetime import datetime, timezone
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -325,3 +326,52 @@ class VectorStore(abc.ABC):
     @abc.abstractmethod
     def retrieve(self, ids: Sequence[str]) -> list[Hit]:
         """Points by id, in the order asked, skipping ids that do not exist."""
+
+    # -- what the backends spell in their own client's terms ---------------
+
+    @abc.abstractmethod
+    def _describe(self) -> str:
+        """The index, for error messages (`edge index PATH`, `Qdrant URL collection 'x'`)."""
+
+    @abc.abstractmethod
+    def _condition(self, op: str, key: str, operand: Any) -> Any:
+        """One filter condition: `op` is "value" (equals), "any" (one of) or "gte" (float range)."""
+
+    @abc.abstractmethod
+    def _all_of(self, conditions: list[Any]) -> Any:
+        """A filter that every one of `conditions` must pass."""
+
+    def _filter(self, flt: SearchFilter | None, extra: list[tuple[str, str, Any]] | None = None) -> Any:
+        """`flt` (and `extra` conditions) as the backend's filter; None when nothing is filtered."""
+        conds = (flt.conditions() if flt is not None else []) + (extra or [])
+        if not conds:
+            return None
+        return self._all_of([self._condition(op, key, operand) for op, key, operand in conds])
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Whatever the client raises (bare ``Exception`` from qdrant_edge, HTTP/gRPC/value
+        errors from qdrant-client) becomes a one-line StoreError naming the index."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            text = str(exc).strip()
+            msg = text.splitlines()[0] if text else type(exc).__name__
+            raise StoreError(f"{self._describe()}: {action} failed: {msg}") from exc
+
+
+def as_list(vec: Any) -> list[float]:
+    """Vectors may come as numpy arrays; the client bindings want plain lists."""
+    return vec.tolist() if hasattr(vec, "tolist") else list(vec)
+
+
+def point_vectors(p: Point, sparse_vector: Callable[[list[int], list[float]], Any]) -> dict[str, Any]:
+    """A point's named vectors: dense as a list, sparse (when not empty) built by the backend."""
+    vector: dict[str, Any] = {}
+    if p.dense is not None:
+        vector[DENSE_VECTOR] = as_list(p.dense)
+    if p.sparse is not None and not p.sparse.is_empty:
+        vector[SPARSE_VECTOR] = sparse_vector(list(p.sparse.indices), list(p.sparse.values))
+    return vector

@@ -31,14 +31,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from jacked.fsutil import atomic_write
 from jacked.embed import SparseVector
 from jacked.store.base import (
-    DEFAULT_PREFETCH,
     DENSE_VECTOR,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
@@ -51,9 +49,11 @@ from jacked.store.base import (
     StoreError,
     StoreNotFound,
     VectorStore,
+    as_list,
     canonical_id,
     check_model,
     count_values,
+    point_vectors,
     prepare_payload,
     where_conditions,
 )
@@ -335,32 +335,22 @@ class EdgeStore(VectorStore):
             raise StoreError("store is not open: call open(model, dims) first")
         return self._shard
 
-    @contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        """qdrant_edge raises bare ``Exception``; turn it into a one-line StoreError."""
-        try:
-            yield
-        except StoreError:
-            raise
-        except Exception as exc:
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise StoreError(f"edge index {self.path}: {action} failed: {msg}") from exc
+    def _describe(self) -> str:
+        return f"edge index {self.path}"
 
-    def _filter(self, flt: SearchFilter | None, extra: list[tuple[str, str, Any]] | None = None) -> Any:
+    def _condition(self, op: str, key: str, operand: Any) -> Any:
         import qdrant_edge as qe
 
-        conds = (flt.conditions() if flt is not None else []) + (extra or [])
-        if not conds:
-            return None
-        must = []
-        for op, key, operand in conds:
-            if op == "value":
-                must.append(qe.FieldCondition(key=key, match=qe.MatchValue(operand)))
-            elif op == "any":
-                must.append(qe.FieldCondition(key=key, match=qe.MatchAny(operand)))
-            else:  # "gte"
-                must.append(qe.FieldCondition(key=key, range=qe.RangeFloat(gte=operand)))
-        return qe.Filter(must=must)
+        if op == "value":
+            return qe.FieldCondition(key=key, match=qe.MatchValue(operand))
+        if op == "any":
+            return qe.FieldCondition(key=key, match=qe.MatchAny(operand))
+        return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=operand))  # "gte"
+
+    def _all_of(self, conditions: list[Any]) -> Any:
+        import qdrant_edge as qe
+
+        return qe.Filter(must=conditions)
 
     # -- writes ------------------------------------------------------------
 
@@ -370,14 +360,8 @@ class EdgeStore(VectorStore):
 
         shard = self._require()
         for start in range(0, len(points), _UPSERT_BATCH):
-            batch = []
-            for p in points[start:start + _UPSERT_BATCH]:
-                vector: dict[str, Any] = {}
-                if p.dense is not None:
-                    vector[DENSE_VECTOR] = _as_list(p.dense)
-                if p.sparse is not None and not p.sparse.is_empty:
-                    vector[SPARSE_VECTOR] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
-                batch.append(qe.Point(p.id, vector, prepare_payload(p.payload)))
+            batch = [qe.Point(p.id, point_vectors(p, qe.SparseVector), prepare_payload(p.payload))
+                     for p in points[start:start + _UPSERT_BATCH]]
             with self._mutex, self._errors("upsert"):
                 shard.update(qe.UpdateOperation.upsert_points(batch))
                 self._unflushed += len(batch)
@@ -416,7 +400,7 @@ class EdgeStore(VectorStore):
         f = self._filter(flt)
         queries = []
         if dense is not None:
-            queries.append(qe.Query.Nearest(_as_list(dense), using=DENSE_VECTOR))
+            queries.append(qe.Query.Nearest(as_list(dense), using=DENSE_VECTOR))
         if sparse is not None:
             queries.append(qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE_VECTOR))
         if len(queries) == 2:
@@ -497,11 +481,6 @@ def _index_schemas(qe: Any) -> list[tuple[str, Any]]:
     return [(name, qe.PayloadSchemaType.Keyword) for name in KEYWORD_INDEXES] + [
         (name, qe.PayloadSchemaType.Float) for name in FLOAT_INDEXES
     ]
-
-
-def _as_list(vec: Any) -> list[float]:
-    """Vectors may come as numpy arrays; the bindings want plain lists."""
-    return vec.tolist() if hasattr(vec, "tolist") else list(vec)
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 from jacked.embed import SparseVector
 from jacked.store.base import (
-    DEFAULT_PREFETCH,
     DENSE_VECTOR,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
@@ -31,9 +29,11 @@ from jacked.store.base import (
     StoreError,
     StoreNotFound,
     VectorStore,
+    as_list,
     canonical_id,
     check_model,
     count_values,
+    point_vectors,
     prepare_payload,
     where_conditions,
 )
@@ -194,32 +194,22 @@ class ServerStore(VectorStore):
             raise StoreError("store is not open: call open(model, dims) first")
         return self._client
 
-    @contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        """qdrant-client raises HTTP/gRPC/value errors; turn them into one-line StoreErrors."""
-        try:
-            yield
-        except StoreError:
-            raise
-        except Exception as exc:
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StoreError(f"Qdrant {self._where()} collection {self.collection!r}: {action} failed: {msg}") from exc
+    def _describe(self) -> str:
+        return f"Qdrant {self._where()} collection {self.collection!r}"
 
-    def _filter(self, flt: SearchFilter | None, extra: list[tuple[str, str, Any]] | None = None) -> Any:
+    def _condition(self, op: str, key: str, operand: Any) -> Any:
         from qdrant_client import models
 
-        conds = (flt.conditions() if flt is not None else []) + (extra or [])
-        if not conds:
-            return None
-        must: list[Any] = []
-        for op, key, operand in conds:
-            if op == "value":
-                must.append(models.FieldCondition(key=key, match=models.MatchValue(value=operand)))
-            elif op == "any":
-                must.append(models.FieldCondition(key=key, match=models.MatchAny(any=operand)))
-            else:  # "gte"
-                must.append(models.FieldCondition(key=key, range=models.Range(gte=operand)))
-        return models.Filter(must=must)
+        if op == "value":
+            return models.FieldCondition(key=key, match=models.MatchValue(value=operand))
+        if op == "any":
+            return models.FieldCondition(key=key, match=models.MatchAny(any=operand))
+        return models.FieldCondition(key=key, range=models.Range(gte=operand))  # "gte"
+
+    def _all_of(self, conditions: list[Any]) -> Any:
+        from qdrant_client import models
+
+        return models.Filter(must=conditions)
 
     # -- writes ------------------------------------------------------------
 
@@ -229,14 +219,9 @@ class ServerStore(VectorStore):
 
         client = self._require()
         for start in range(0, len(points), _UPSERT_BATCH):
-            batch = []
-            for p in points[start:start + _UPSERT_BATCH]:
-                vector: dict[str, Any] = {}
-                if p.dense is not None:
-                    vector[DENSE_VECTOR] = p.dense.tolist() if hasattr(p.dense, "tolist") else list(p.dense)
-                if p.sparse is not None and not p.sparse.is_empty:
-                    vector[SPARSE_VECTOR] = models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values))
-                batch.append(models.PointStruct(id=p.id, vector=vector, payload=prepare_payload(p.payload)))
+            batch = [models.PointStruct(id=p.id, payload=prepare_payload(p.payload),
+                                        vector=point_vectors(p, lambda i, v: models.SparseVector(indices=i, values=v)))
+                     for p in points[start:start + _UPSERT_BATCH]]
             with self._errors("upsert"):
                 client.upsert(self.collection, points=batch, wait=True)
 
@@ -269,7 +254,7 @@ class ServerStore(VectorStore):
         from qdrant_client import models
 
         f = self._filter(flt)
-        dense_q = (dense.tolist() if hasattr(dense, "tolist") else list(dense)) if dense is not None else None
+        dense_q = as_list(dense) if dense is not None else None
         sparse_q = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)) if sparse is not None else None
         client = self._require()
         with self._errors("search"):
