@@ -17,6 +17,7 @@ from jacked.transcript.discover import SessionFiles
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code"
 REAL = FIXTURES / "real"
+DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"  # 2.0.55: plan mode, plan file, file-history snapshots
 SID = "11111111-2222-4333-8444-555555555555"
 _counter = itertools.count(1)
 
@@ -94,6 +95,13 @@ def session_of(tmp: Path, records: list[Any]) -> dict[str, Any]:
     data = turns_json(catalog, SID)
     data["row"] = catalog.get_session_row(SID)
     return data
+
+
+def scanned_real(folder: Path) -> Catalog:
+    """A catalog in `folder` holding the real fixture sessions (a module's own copy: tests may write)."""
+    cat = Catalog(folder / "catalog.db")
+    Scanner(cat, REAL).scan()
+    return cat
 
 
 def scan_group(catalog: Catalog, claude: Path, group: SessionFiles) -> ScanReport:

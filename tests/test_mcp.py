@@ -11,13 +11,12 @@ from typing import Any
 
 import anyio
 import pytest
-from kit import REAL
+from kit import DEEP, REAL
 
 from jacked.config import load_settings
 from jacked.mcp_server import MAX_RESULT_TOKENS, TOOL_NAMES, page
 from jacked.tokens import count_tokens
 
-DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"
 CI = "fe869ecb-c176-478f-9734-7e4b8ef12cff"
 SESSIONS = (DEEP, CI, "cb2e607c-c758-415a-8b45-c49e4631906a")
 

@@ -8,22 +8,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from kit import REAL, assistant, claude_dir_with, prompt, result, text, tool_use
+from kit import DEEP, REAL, assistant, claude_dir_with, prompt, result, scanned_real, text, tool_use
 
 from jacked.catalog import Catalog
 from jacked.restore import RestoreError, restore_brief
 from jacked.scanner import Scanner
 from jacked.tokens import count_tokens
 
-DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"
 CI = "fe869ecb-c176-478f-9734-7e4b8ef12cff"
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
-    cat = Catalog(tmp_path_factory.mktemp("restore-real") / "catalog.db")
-    Scanner(cat, REAL).scan()
-    return cat
+    return scanned_real(tmp_path_factory.mktemp("restore-real"))
 
 
 @pytest.mark.parametrize("budget", [400, 900, 2500, 6000, 50_000])

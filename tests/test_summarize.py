@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import REAL
+from kit import DEEP, REAL, scanned_real
 
 from jacked.catalog import Catalog
 from jacked.config import load_settings
@@ -26,14 +26,11 @@ from jacked.summarize import (
     summary_status,
 )
 
-DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
-    cat = Catalog(tmp_path_factory.mktemp("sum-real") / "catalog.db")
-    Scanner(cat, REAL).scan()
-    return cat
+    return scanned_real(tmp_path_factory.mktemp("sum-real"))
 
 
 def test_every_fixture_turn_gets_a_summary(real: Catalog) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import FIXTURES, REAL, assistant, base, claude_dir_with, prompt, result, system, text, tool_use
+from kit import DEEP, FIXTURES, REAL, assistant, base, claude_dir_with, prompt, result, scanned_real, system, text, tool_use
 
 from jacked.catalog import Catalog
 from jacked.scanner import Scanner
@@ -18,15 +18,12 @@ from jacked.timeline import EVENT_TYPES, TimelineError, TimelineQuery, command_k
 from jacked.transcript.turns import content_hash
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
-DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"  # 2.0.55, plan mode, file-history snapshots
 SIX_ERRORS = "2b4ed4c0-b905-41de-9238-273db3ec737a"
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
-    cat = Catalog(tmp_path_factory.mktemp("tl-real") / "catalog.db")
-    Scanner(cat, REAL).scan()
-    return cat
+    return scanned_real(tmp_path_factory.mktemp("tl-real"))
 
 
 def _raw_records(sid: str) -> list[dict[str, Any]]:
