@@ -213,17 +213,10 @@ class Catalog:
         self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq'", (count,))
         return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
 
-    def replace_session(self, s: Session, lines_skipped: int, known: bool = True,
-                        user_name: str | None = None) -> None:
-        """Write a session's rows, replacing what was there (call inside a transaction).
-
-        `known=False` promises the session has no rows yet, which saves the deletes.
-        """
-        self.replace_sessions([(s, lines_skipped, known)], user_name)
-
     def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], user_name: str | None = None) -> None:
-        """`replace_session` for many sessions: one statement per table, not per session
-        (statement overhead was most of a cold scan's write time)."""
+        """Write sessions' rows, replacing what was there (call inside a transaction); each entry
+        is (session, lines skipped, known). `known=False` promises the session has no rows yet,
+        which saves the deletes. Rows are inserted with one statement per table for the batch."""
         if not entries:
             return
         db = self.db

@@ -284,15 +284,15 @@ class Scanner:
         """Write built sessions (inside a transaction), several at once, and count them."""
         if not built:
             return
+        seen_files = [any(self.rel(p) in self.known for p in g.all_paths()) for g, _, _, _ in built]
         # The same session may already be cataloged from another path (a copy, another Claude dir).
         in_catalog = self.catalog.existing_session_ids(
-            [s.session_id for g, s, _, _ in built if not any(self.rel(p) in self.known for p in g.all_paths())])
+            [s.session_id for (_, s, _, _), seen in zip(built, seen_files) if not seen])
         entries, states = [], []
-        for group, session, file_states, skipped in built:
+        for (group, session, file_states, skipped), seen in zip(built, seen_files):
             if self.archive is not None and session.slug:
                 self.archive.capture(self.plans_dir / f"{session.slug}.md", "plan")
-            known = session.session_id in in_catalog or any(self.rel(p) in self.known for p in group.all_paths())
-            entries.append((session, skipped, known))
+            entries.append((session, skipped, seen or session.session_id in in_catalog))
             states += file_states
         self.catalog.save_file_states(states)
         self.catalog.replace_sessions(entries, self.user_name)
