@@ -93,3 +93,12 @@ def test_bad_input_is_one_clean_line(home: Path, args: list[str]) -> None:
 def test_missing_claude_dir_is_a_clean_error(tmp_path: Path) -> None:
     p = run(["scan", "--json"], tmp_path / "home", claude=tmp_path / "nowhere")
     assert p.returncode == 1 and "projects" in p.stderr and p.stdout == ""
+
+
+def test_unreadable_lines_of_a_path_are_counted_on_stderr(home: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"broken\n\x00\xff garbage\n')
+    p = run(["turns", str(bad), "--json"], home)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["turns"] == []  # stdout stays the JSON contract
+    assert p.stderr.strip() == f"jacked: skipped 2 unreadable line(s) of {bad}"

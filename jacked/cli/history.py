@@ -38,7 +38,9 @@ def _session_catalog(ref: str, s: Settings, scan: bool):  # type: ignore[no-unty
             inside = False
         if not inside:
             plans = path.resolve().parents[2] / "plans" if len(path.resolve().parents) > 2 else None
-            catalog, sid, _ = history.catalog_for_path(path, plans)
+            catalog, sid, report = history.catalog_for_path(path, plans)
+            if report.lines_skipped:
+                warn(f"jacked: skipped {report.lines_skipped} unreadable line(s) of {path}")
             return catalog, sid
     catalog = _catalog_and_scan(s, scan)
     return catalog, history.resolve_session(catalog, ref, s.claude_dir)
