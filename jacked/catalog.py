@@ -20,7 +20,7 @@ import orjson
 
 from jacked.transcript.model import Session, Turn
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (

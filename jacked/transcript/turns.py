@@ -30,7 +30,7 @@ from jacked.transcript.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 8
+PARSER_VERSION = 9
 
 BRIEF_INPUT_CHARS = 1200
 BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people search for
