@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     title TEXT, first_prompt TEXT, plan TEXT, plan_source TEXT, models TEXT, tool_call_count INTEGER,
     tool_error_count INTEGER, input_tokens INTEGER, output_tokens INTEGER, lines INTEGER,
     lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL,
-    content_seq INTEGER, user_name TEXT
+    content_seq INTEGER, user_name TEXT, own_title TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_repo ON sessions(repo_name);
 CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS turns (
     session_id TEXT, turn_index INTEGER, prompt TEXT, started_at TEXT, ended_at TEXT, duration_ms INTEGER,
     duration_source TEXT, is_slash_command INTEGER, compacted INTEGER, interrupted INTEGER,
     assistant_text TEXT, models TEXT, metrics TEXT, tool_call_count INTEGER, tool_error_count INTEGER,
-    lines_added INTEGER, lines_removed INTEGER, input_tokens INTEGER, output_tokens INTEGER,
+    lines_added INTEGER, lines_removed INTEGER, input_tokens INTEGER, output_tokens INTEGER, started_by TEXT,
     PRIMARY KEY (session_id, turn_index)
 );
 CREATE TABLE IF NOT EXISTS invocations (
@@ -85,6 +85,10 @@ CREATE TABLE IF NOT EXISTS texts (
     session_id TEXT, kind TEXT, ord INTEGER, text TEXT, timestamp TEXT, turn_index INTEGER, leaf_uuid TEXT
 );
 CREATE INDEX IF NOT EXISTS texts_session ON texts(session_id);
+CREATE INDEX IF NOT EXISTS texts_leaf ON texts(leaf_uuid) WHERE kind = 'foreign_label';
+-- uuids a `summary` line in another file may name (the last line of each turn): its labels' owner
+CREATE TABLE IF NOT EXISTS leaves (uuid TEXT PRIMARY KEY, session_id TEXT);
+CREATE INDEX IF NOT EXISTS leaves_session ON leaves(session_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);
 CREATE TABLE IF NOT EXISTS index_points (
     point_id TEXT PRIMARY KEY, session_id TEXT, content_type TEXT, content_hash TEXT, user_name TEXT
@@ -96,12 +100,15 @@ CREATE TABLE IF NOT EXISTS index_sessions (
 CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB);
 """
 
-DERIVED_TABLES = ("files", "sessions", "turns", "invocations", "subagents", "texts", "meta", "index_points",
-                  "index_sessions", "embed_cache", "llm_calls", "turn_events", "file_backups", "summaries")
+# Tables rebuilt from the transcripts when the schema changes. The index bookkeeping
+# (`index_points`, `index_sessions`, `embed_cache`, the `meta` sequence) and `summaries` stay:
+# they are keyed by content hashes, so an upgrade re-embeds only texts that really changed.
+DERIVED_TABLES = ("files", "sessions", "turns", "invocations", "subagents", "texts", "llm_calls", "turn_events",
+                  "file_backups", "leaves")
 # Rows a session rewrite replaces (summaries are kept: each records the hash of what it
 # summarised, so an unchanged turn keeps its — possibly costly — summary across rescans).
 SESSION_TABLES = ("sessions", "turns", "invocations", "subagents", "texts", "llm_calls", "turn_events",
-                  "file_backups")
+                  "file_backups", "leaves")
 
 
 @dataclass(slots=True)
@@ -167,8 +174,24 @@ class Catalog:
             with self.transaction():
                 for table in DERIVED_TABLES:
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
+                for table in ("index_points", "index_sessions", "embed_cache", "meta", "summaries"):
+                    if not self._columns_match(table):  # a table whose own layout changed goes too
+                        self.db.execute(f"DROP TABLE IF EXISTS {table}")
             self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.executescript(SCHEMA)
+
+    def _columns_match(self, table: str) -> bool:
+        """Whether `table` exists with the columns SCHEMA gives it (or does not exist)."""
+        have = [r[1] for r in self.db.execute(f"PRAGMA table_info({table})")]
+        if not have:
+            return True
+        probe = sqlite3.connect(":memory:")
+        try:
+            probe.executescript(SCHEMA)
+            want = [r[1] for r in probe.execute(f"PRAGMA table_info({table})")]
+        finally:
+            probe.close()
+        return have == want
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -231,6 +254,34 @@ class Catalog:
             seq += 1
             rows.add_session(s, lines_skipped, seq, now, user_name)
         rows.write(db)
+        self._resolve_labels([s.session_id for s, _, _ in entries])
+
+    def _resolve_labels(self, written: Sequence[str]) -> None:
+        """Give labels written in one file for another session (`foreign_label`, by their
+        leaf uuid) to that session: its title when it has none of its own, and a new content
+        sequence so that its points are brought up to date. Runs for the sessions just written
+        and every session their labels name."""
+        db = self.db
+        affected: set[str] = set(written)
+        for i in range(0, len(written), 500):
+            part = list(written[i:i + 500])
+            marks = ",".join("?" * len(part))
+            affected.update(r[0] for r in db.execute(
+                f"SELECT l.session_id FROM texts t JOIN leaves l ON l.uuid = t.leaf_uuid "
+                f"WHERE t.kind = 'foreign_label' AND t.session_id IN ({marks})", part))
+        owners = sorted(affected - set(written))
+        if owners:
+            seq = self.next_seq(len(owners)) - len(owners)
+            db.executemany("UPDATE sessions SET content_seq = ? WHERE session_id = ?",
+                           [(seq + i + 1, sid) for i, sid in enumerate(owners)])
+        ids = sorted(affected)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            db.execute(
+                "UPDATE sessions SET title = COALESCE(own_title, (SELECT t.text FROM texts t JOIN leaves l "
+                "ON l.uuid = t.leaf_uuid WHERE t.kind = 'foreign_label' AND l.session_id = sessions.session_id "
+                "ORDER BY t.timestamp, t.session_id, t.ord LIMIT 1)) "
+                f"WHERE session_id IN ({','.join('?' * len(part))})", part)
 
     # ------------------------------------------------------------------ queries
     # ------------------------------------------------------------------ queries
@@ -288,8 +339,17 @@ class Catalog:
             "SELECT * FROM subagents WHERE session_id = ? ORDER BY ord", (session_id,))]
 
     def text_rows(self, session_id: str) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.db.execute(
-            "SELECT * FROM texts WHERE session_id = ? ORDER BY ord", (session_id,))]
+        """The session's distilled texts, with the labels other files wrote for it (as
+        `summary_label`, after its own) and without the ones it holds for others."""
+        own = [dict(r) for r in self.db.execute(
+            "SELECT * FROM texts WHERE session_id = ? AND kind != 'foreign_label' ORDER BY ord", (session_id,))]
+        given = [dict(r) for r in self.db.execute(
+            "SELECT t.* FROM texts t JOIN leaves l ON l.uuid = t.leaf_uuid "
+            "WHERE t.kind = 'foreign_label' AND l.session_id = ? ORDER BY t.timestamp, t.session_id, t.ord",
+            (session_id,))]
+        for i, row in enumerate(given):
+            row["kind"], row["session_id"], row["ord"] = "summary_label", session_id, len(own) + i
+        return own + given
 
     def totals(self) -> dict[str, int]:
         row = self.db.execute(
@@ -310,6 +370,7 @@ class _SessionRows:
         self.backups: list[tuple[Any, ...]] = []
         self.subagents: list[tuple[Any, ...]] = []
         self.texts: list[tuple[Any, ...]] = []
+        self.leaves: list[tuple[Any, ...]] = []
 
     def add_session(self, s: Session, lines_skipped: int, seq: int, now: float, user_name: str | None) -> None:
         sid = s.session_id
@@ -321,7 +382,10 @@ class _SessionRows:
              sum(m.tool_error_count for m in ms),
              sum(m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens for m in ms),
              sum(m.output_tokens for m in ms), s.lines, lines_skipped,
-             sum(1 for a in s.subagents if not a.is_warmup), 1 if s.file else 0, now, seq, user_name))
+             sum(1 for a in s.subagents if not a.is_warmup),
+             # a file of summaries or snapshots only is not a session
+             1 if s.file and (s.message_lines or s.turns) else 0, now, seq, user_name, s.title))
+        self.leaves.extend((u, sid) for u in s.leaf_uuids)
         self._add_turns(sid, s.turns)
         for i, a in enumerate(s.subagents):
             self.subagents.append(
@@ -340,7 +404,7 @@ class _SessionRows:
                  int(t.is_slash_command), int(t.compacted), int(t.interrupted), t.assistant_text,
                  orjson.dumps(t.models).decode(), orjson.dumps(m.to_json()).decode(), m.tool_call_count,
                  m.tool_error_count, m.lines_added, m.lines_removed,
-                 m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens))
+                 m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens, t.started_by))
             for i, e in enumerate(t.events):
                 self.events.append((sid, t.index, i, e.type, e.timestamp, orjson.dumps(e.data).decode()))
             for b in t.backups:
@@ -365,3 +429,5 @@ class _SessionRows:
                             ("file_backups", self.backups), ("subagents", self.subagents), ("texts", self.texts)):
             if rows:
                 db.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+        if self.leaves:  # a resumed session repeats its parent's last lines: the first owner keeps them
+            db.executemany("INSERT OR IGNORE INTO leaves VALUES (?, ?)", self.leaves)

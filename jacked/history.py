@@ -28,13 +28,21 @@ def session_summary(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row.get(k) for k in SESSION_FIELDS}
     out["title"] = row.get("title") or None
     out.update({
-        "first_prompt": row.get("first_prompt"), "git_branch": row.get("git_branch"), "slug": row.get("slug"),
+        # a first prompt can be a pasted file: a list shows its head (`show` has it whole)
+        "first_prompt": _head(row.get("first_prompt"), FIRST_PROMPT_CHARS), "git_branch": row.get("git_branch"), "slug": row.get("slug"),
         "version": row.get("version_first"), "tool_call_count": row.get("tool_call_count"),
         "tool_error_count": row.get("tool_error_count"), "subagent_count": row.get("subagent_count"),
         "input_tokens": row.get("input_tokens"), "output_tokens": row.get("output_tokens"),
         "lines_skipped": row.get("lines_skipped"), "file": row.get("file"),
     })
     return out
+
+
+FIRST_PROMPT_CHARS = 300
+
+
+def _head(text: str | None, limit: int) -> str | None:
+    return text if text is None or len(text) <= limit else text[:limit].rstrip() + "…"
 
 
 def list_sessions(catalog: Catalog, repo: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -81,7 +89,8 @@ def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
         turns.append({
             "index": t["turn_index"], "prompt": t["prompt"], "started_at": t["started_at"],
             "ended_at": t["ended_at"], "duration_ms": t["duration_ms"], "duration_source": t["duration_source"],
-            "is_slash_command": bool(t["is_slash_command"]), "compacted": bool(t["compacted"]),
+            "is_slash_command": bool(t["is_slash_command"]), "started_by": t["started_by"],
+            "compacted": bool(t["compacted"]),
             "interrupted": bool(t["interrupted"]), "models": orjson.loads(t["models"] or "[]"),
             "assistant_text": t["assistant_text"], "invocations": invs.get(t["turn_index"], []),
             "metrics": metrics,

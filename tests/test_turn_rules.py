@@ -294,9 +294,11 @@ def test_lines_without_uuid_and_unknown_types(tmp_path: Path) -> None:
     data = session_of(tmp_path, recs)
     assert len(data["turns"]) == 1
     kinds = [x["kind"] for x in data["texts"]]
-    assert kinds == ["summary_label", "ai_title", "custom_title"]
+    # the label's leaf is in no known session: dropped, never given to the file it sits in
+    assert kinds == ["ai_title", "custom_title"]
     assert data["row"]["title"] == "My login fix"
-    assert data["row"]["lines_skipped"] == 1  # the unknown type, counted, not fatal
+    # the unknown type and the enqueue with no content: counted, not fatal
+    assert data["row"]["lines_skipped"] == 2
 
 
 def test_recap_from_away_summary(tmp_path: Path) -> None:
@@ -349,8 +351,7 @@ def test_empty_and_summary_only_files(tmp_path: Path) -> None:
         json.dumps({"type": "summary", "summary": "Old chat about caching", "leafUuid": "x"}) + "\n")
     cat = Catalog(tmp_path / "c.db")
     report = Scanner(cat, tmp_path / "claude").scan()
-    assert report.errors == [] and report.sessions == 2
-    empty = cat.get_session_row("aaaaaaaa-0000-4000-8000-000000000000")
-    labelled = cat.get_session_row("bbbbbbbb-0000-4000-8000-000000000000")
-    assert (empty["turn_count"], labelled["turn_count"]) == (0, 0)
-    assert labelled["title"] == "Old chat about caching"
+    # neither is a session: nothing listed, and the label (its leaf is nowhere) titles nothing
+    assert report.errors == [] and report.sessions == 0
+    assert cat.list_sessions() == []
+    assert [x["text"] for x in cat.text_rows("bbbbbbbb-0000-4000-8000-000000000000")] == []

@@ -13,7 +13,7 @@ import orjson
 
 from jacked.redact import redact
 from jacked.transcript.discover import repo_name_of
-from jacked.transcript.model import AGENT_TOOLS, Session, Subagent
+from jacked.transcript.model import AGENT_TOOLS, Session, Subagent, TextUnit
 from jacked.transcript.turns import MAX_TEXT_CHARS, FileBuilder, fill_subagent_counts
 
 
@@ -67,6 +67,9 @@ def assemble(session_id: str, project_dir: str, main: FileBuilder | None,
         s.lines = main.lines
         s.lines_duplicate = main.duplicates
         s.lines_unknown = main.unknown
+        s.message_lines = main.messages
+        s.leaf_uuids = list(dict.fromkeys(main.leaf_uuids + ([main.last_uuid] if main.last_uuid else [])))
+        s.texts = [_own_or_foreign(t, main.seen_uuids) for t in s.texts]
         for sub_builder, sub in main.inline:
             sub_builder.finalize()
             sub.turns = sub_builder.turns
@@ -87,6 +90,15 @@ def assemble(session_id: str, project_dir: str, main: FileBuilder | None,
     elif main is not None and main.exit_plan:
         s.plan, s.plan_source = main.exit_plan, "exit_plan_mode"
     return s
+
+
+def _own_or_foreign(unit: TextUnit, uuids: set[str]) -> TextUnit:
+    """A `summary` line labels the session holding its `leafUuid`, often another file (the
+    session that was resumed): such a label is kept as "foreign_label" for the catalog to
+    give to its owner, never to this file."""
+    if unit.kind != "summary_label" or not unit.leaf_uuid or unit.leaf_uuid in uuids:
+        return unit
+    return TextUnit("foreign_label", unit.text, unit.timestamp, unit.turn_index, unit.leaf_uuid)
 
 
 def _link(s: Session, subs: list[Subagent]) -> None:

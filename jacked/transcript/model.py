@@ -5,6 +5,7 @@ stored in the catalog and printed, so they must never hold a secret.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ class Invocation:
     lines_removed: int = 0
     file_created: bool = False
     agent_id: str | None = None  # the subagent a Task/Agent call started
+    prompt_key: str | None = None  # Task/Agent calls: hash of `input.prompt`, to find an inline sidechain
     parallel_group: int = 0  # set when the turn is finalised
     # File changes (Edit/MultiEdit/Write): a bounded, redacted unified diff from the result's
     # `structuredPatch` (a created file: its lines as additions) and content hashes of the
@@ -99,6 +101,7 @@ class LlmCall:
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
     tool_calls: int = 0
+    has_usage: bool = False  # a response without `usage` is not counted as an API call
 
 
 @dataclass(slots=True)
@@ -132,6 +135,10 @@ class Turn:
     prompt: str | None
     started_at: str | None
     is_slash_command: bool = False
+    # What started the turn: "prompt" (a user line), "queued" (a message typed while Claude
+    # worked, known only from its queue-operation line), "notification" (a background task
+    # reporting back: no human prompt); None for turn 0 (assistant lines before any prompt).
+    started_by: str | None = None
     ended_at: str | None = None
     duration_ms: int | None = None
     duration_source: str | None = None  # "turn_duration" | "timestamps"
@@ -150,7 +157,7 @@ class Turn:
 class TextUnit:
     """A distilled text of a session: label, recap, compaction summary, title."""
 
-    kind: str  # summary_label | recap | compact_summary | title
+    kind: str  # summary_label | foreign_label (its leaf is in another file) | recap | compact_summary | title
     text: str
     timestamp: str | None = None
     turn_index: int | None = None
@@ -205,10 +212,14 @@ class Session:
     lines_malformed: int = 0
     lines_unknown: int = 0
     lines_duplicate: int = 0
+    message_lines: int = 0  # user and assistant lines: a file with none is not a session
+    # uuids a `summary` line elsewhere may name as its `leafUuid` (the last line of each turn)
+    leaf_uuids: list[str] = field(default_factory=list)
 
     @property
     def title(self) -> str | None:
-        """The newest custom title, else the newest AI title, else the first label."""
+        """The newest custom title, else the newest AI title, else the first label (labels
+        whose leaf is in another file are that file's: see `TextUnit` kind "foreign_label")."""
         for kind in ("custom_title", "ai_title", "summary_label"):
             found = [t.text for t in self.texts if t.kind == kind]
             if found:
@@ -217,7 +228,24 @@ class Session:
 
     @property
     def first_prompt(self) -> str | None:
+        """The first typed prompt; a session started by slash commands only gets the first
+        command as typed ("/init"), not its markup."""
+        command = None
         for t in self.turns:
             if t.index >= 1 and t.prompt:
-                return t.prompt
-        return None
+                if not t.is_slash_command:
+                    return t.prompt
+                command = command or slash_command_text(t.prompt)
+        return command
+
+
+def slash_command_text(prompt: str) -> str:
+    """A slash-command line as the user typed it: "/name args" (its markup dropped)."""
+    name = _COMMAND_NAME.search(prompt)
+    args = _COMMAND_ARGS.search(prompt)
+    parts = [name.group(1).strip() if name else "", args.group(1).strip() if args else ""]
+    return " ".join(p for p in parts if p) or prompt.strip()
+
+
+_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)

@@ -8,11 +8,13 @@ The rules are DESIGN.md's "Turn rules"; each branch below names the rule it foll
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 import orjson
 
-from jacked.redact import redact_many
+from jacked.redact import redact, redact_many
+from jacked.textclean import strip_ansi
 from jacked.timeutil import parse_ts
 from jacked.transcript.model import (
     AGENT_TOOLS,
@@ -27,6 +29,7 @@ from jacked.transcript.model import (
     Turn,
     TurnEvent,
     TurnMetrics,
+    slash_command_text,
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
@@ -40,6 +43,7 @@ MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up t
 MAX_DIFF_CHARS = 4000  # a file change's diff is kept up to here (timelines show changes, not files)
 
 NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
+NOTIFICATION_PREFIX = "<task-notification>"
 KNOWN_TYPES = frozenset({
     "user", "assistant", "system", "summary", "attachment", "progress", "file-history-snapshot",
     "queue-operation", "permission-mode", "last-prompt", "ai-title", "custom-title", "pr-link",
@@ -225,9 +229,35 @@ def is_human_prompt(rec: dict[str, Any], content: Any) -> tuple[bool, str, bool]
     if "<command-name>" in text:
         return True, text, True
     stripped = text.lstrip()
-    if stripped.startswith(NOT_PROMPT_PREFIXES):
+    if stripped.startswith(NOT_PROMPT_PREFIXES) or stripped.startswith(NOTIFICATION_PREFIX):
         return False, "", False
     return True, text, False
+
+
+def is_notification(content: Any) -> bool:
+    """A `<task-notification>` user line: a background task reporting back, not a person."""
+    return _text_of(content).lstrip().startswith(NOTIFICATION_PREFIX)
+
+
+def _notification_summary(text: str) -> str:
+    """The `<summary>` of a task notification, cleaned (event data is stored as it is)."""
+    m = _NOTIFICATION_SUMMARY.search(text)
+    return redact(strip_ansi(_short((m.group(1) if m else text).strip(), 300)))
+
+
+def queue_key(text: str, slash: bool = False) -> str:
+    """What a queued message and the user line that may repeat it are compared by: the text
+    as typed, whitespace folded (a slash command's line is compared as "/name args")."""
+    if slash or "<command-name>" in text:
+        text = slash_command_text(text)
+    return " ".join(text.split())
+
+
+def _prompt_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+_NOTIFICATION_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 
 
 class FileBuilder:
@@ -246,8 +276,17 @@ class FileBuilder:
         self.cur: Turn | None = None
         self.cur_msg_seq: dict[str, int] = {}  # message.id -> sequence in the current turn
         self.cur_msg_calls: dict[str, int] = {}  # message.id -> tool calls so far
-        self.cur_usage: dict[str, tuple[int, int, int, int]] = {}  # message.id -> usage, last line wins
-        self.cur_llm: dict[str, LlmCall] = {}  # message.id -> the turn's API response record
+        # message.id -> its API response record, in the turn where the response's first line
+        # stands (a prompt typed mid-stream may split a response's lines over two turns)
+        self.llm_by_id: dict[str, LlmCall] = {}
+        # Turns started by a queue-operation line, still waiting for the user line that may
+        # repeat their text (that line then wins): (position in `turns`, queue key).
+        self.queued_open: list[tuple[int, str]] = []
+        self.messages = 0  # user and assistant lines
+        self.last_uuid: str | None = None
+        self._line_prev_uuid: str | None = None  # the uuid before the current line's
+        self.leaf_uuids: list[str] = []  # the last uuid of each finished turn
+        self._end_before_line: str | None = None  # the running turn's end before this line
         # file-history backups seen before the prompt they belong to (snapshots precede it),
         # and the (path, version) pairs already recorded: snapshots repeat every entry each turn
         self.pending_backups: list[FileBackup] = []
@@ -298,7 +337,8 @@ class FileBuilder:
         # The same text often sits in two places (a turn's last answer is also the file's):
         # each distinct string is scanned once.
         distinct = list(dict.fromkeys(v for _, _, v in refs))
-        clean = dict(zip(distinct, redact_many(distinct)))
+        # Terminal escapes go first: they could split a secret the redactor would otherwise see.
+        clean = dict(zip(distinct, redact_many([strip_ansi(v) for v in distinct])))
         for o, a, v in refs:
             c = clean[v]
             if c is not v:
@@ -314,12 +354,14 @@ class FileBuilder:
                 self.duplicates += 1  # written again on resume: the first occurrence wins
                 return
             self.seen_uuids.add(uid)
+            self._line_prev_uuid, self.last_uuid = self.last_uuid, uid
         rtype = rec.get("type")
         if rtype not in KNOWN_TYPES:
             self.unknown += 1
             return
         self._note_context(rec, rtype)
         if rtype == "user" or rtype == "assistant":
+            self.messages += 1
             if rec.get("isSidechain") and not self.is_subagent_file:
                 self._feed_inline(rec, rtype)
             elif rtype == "user":
@@ -338,6 +380,31 @@ class FileBuilder:
             self._title("custom_title", rec.get("customTitle") or rec.get("title"), rec)
         elif rtype == "file-history-snapshot":
             self._snapshot(rec)
+        elif rtype == "queue-operation":
+            self._queue_operation(rec)
+
+    def _queue_operation(self, rec: dict[str, Any]) -> None:
+        """An `enqueue` is a message typed while Claude worked (2.1.x writes nothing else for
+        it): a turn starts at its time, unless a user line with the same text follows, which
+        then wins (see `_start_turn`). Other operations carry no message."""
+        if rec.get("operation") != "enqueue":
+            return
+        content = rec.get("content")
+        text = _text_of(content) if content is not None else ""
+        if not text.strip():
+            self.unknown += 1  # nothing to keep: skipped and counted
+            return
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if is_notification(text):
+            turn = self._start_turn(None, ts, False, started_by="notification", queued=True)
+            turn.events.append(TurnEvent("notification", ts, {"summary": _notification_summary(text)}))
+            self._dirty.append(turn)
+        else:
+            starts, prompt, slash = is_human_prompt({}, content if isinstance(content, (str, list)) else text)
+            if not starts:
+                return
+            self._start_turn(prompt, ts, slash, started_by="queued", queued=True)
+        self.queued_open.append((len(self.turns) - 1, queue_key(text)))
 
     def _snapshot(self, rec: dict[str, Any]) -> None:
         """Record new file-history backups: an update belongs to the running turn, a fresh
@@ -374,6 +441,8 @@ class FileBuilder:
                 self.started_at = ts
             self.ended_at = ts
             if self.cur is not None:
+                # A line that starts the next turn does not extend this one: `_start_turn` puts it back.
+                self._end_before_line = self.cur.ended_at
                 self.cur.ended_at = ts
         if not self._ids_known:
             if self.session_id is None and isinstance(get("sessionId"), str):
@@ -405,37 +474,63 @@ class FileBuilder:
     def _turn_index(self) -> int | None:
         return self.cur.index if self.cur is not None else None
 
-    def _start_turn(self, prompt: str | None, ts: str | None, slash: bool) -> Turn:
-        self._finish_turn()
-        index = 0 if prompt is None else (self.turns[-1].index + 1 if self.turns else 1)
-        if prompt is not None and index == 0:
-            index = 1
-        turn = Turn(index=index, prompt=prompt, started_at=ts, is_slash_command=slash, ended_at=ts)
+    def _start_turn(self, prompt: str | None, ts: str | None, slash: bool,
+                    started_by: str | None = "prompt", key: str | None = None, queued: bool = False) -> Turn:
+        """A new turn from this line on. `started_by=None` is turn 0 (assistant lines before
+        any prompt); every other turn is numbered after the last one, from 1. A user line
+        (`key`: its queue key) settles the queued turns before it."""
+        if started_by is None:
+            prompt = None
+        if self.cur is not None:
+            if self._end_before_line is not None:
+                self.cur.ended_at = self._end_before_line
+            if self._line_prev_uuid is not None:
+                self.leaf_uuids.append(self._line_prev_uuid)
+        if started_by is not None and not queued and self.queued_open:
+            self._settle_queued(key if key is not None else queue_key(prompt or "", slash))
+        index = 0 if started_by is None else max(1, self.turns[-1].index + 1 if self.turns else 1)
+        turn = Turn(index=index, prompt=prompt, started_at=ts, is_slash_command=slash, ended_at=ts,
+                    started_by=started_by)
         self._dirty.append(turn)
         if prompt is not None and self.pending_backups:
             turn.backups.extend(self.pending_backups)
             self.pending_backups = []
         self.turns.append(turn)
         self.cur = turn
+        self._end_before_line = None
         self.cur_msg_seq = {}
         self.cur_msg_calls = {}
-        self.cur_usage = {}
-        self.cur_llm = {}
         return turn
 
-    def _finish_turn(self) -> None:
-        """Fold per-response usage into the turn: each API response counts once."""
-        t = self.cur
-        if t is None:
+    def _settle_queued(self, key: str) -> None:
+        """A user line repeats a queued message: that line starts the turn, so the queued
+        turn (and any after it) fold back into the turn before it. Otherwise the queued
+        turns stand."""
+        match = next((pos for pos, k in self.queued_open if k == key), None)
+        self.queued_open = []
+        if match is None or match == 0 or match >= len(self.turns):
+            if match == 0:  # nothing before it to fold into: the queued turn gives way
+                del self.turns[0]
+                self.cur = self.turns[-1] if self.turns else None
             return
-        m = t.metrics
-        m.input_tokens = m.output_tokens = m.cache_read_tokens = m.cache_creation_tokens = 0
-        for tin, tout, cache_read, cache_creation in self.cur_usage.values():
-            m.input_tokens += tin
-            m.output_tokens += tout
-            m.cache_read_tokens += cache_read
-            m.cache_creation_tokens += cache_creation
-        m.api_calls = len(self.cur_usage)
+        into = self.turns[match - 1]
+        for gone in self.turns[match:]:
+            into.invocations.extend(gone.invocations)
+            into.llm_calls.extend(gone.llm_calls)
+            into.events.extend(gone.events)
+            into.backups.extend(gone.backups)
+            for model in gone.models:
+                if model not in into.models:
+                    into.models.append(model)
+            into.assistant_text = gone.assistant_text or into.assistant_text
+            into.compacted = into.compacted or gone.compacted
+            into.interrupted = into.interrupted or gone.interrupted
+            into.ended_at = gone.ended_at or into.ended_at
+            if gone.duration_source == "turn_duration":
+                into.duration_ms, into.duration_source = gone.duration_ms, gone.duration_source
+        del self.turns[match:]
+        _renumber_calls(into)
+        self.cur = into
 
     # ------------------------------------------------------------------ user lines
     def _user(self, rec: dict[str, Any]) -> None:
@@ -462,8 +557,15 @@ class FileBuilder:
                     self._note_interrupted(content)
                 return
         starts, prompt, slash = is_human_prompt(rec, content)
+        ts = ts if isinstance(ts, str) else None
         if starts:
-            self._start_turn(prompt, ts if isinstance(ts, str) else None, slash)
+            self._start_turn(prompt, ts, slash)
+            return
+        if not rec.get("isMeta") and is_notification(content):
+            text = _text_of(content)
+            turn = self._start_turn(None, ts, False, started_by="notification", key=queue_key(text))
+            turn.events.append(TurnEvent("notification", ts, {"summary": _notification_summary(text)}))
+            self._dirty.append(turn)
             return
         self._note_interrupted(content)
 
@@ -516,7 +618,7 @@ class FileBuilder:
         if ts.__class__ is not str:
             ts = None
         if self.cur is None:
-            self._start_turn(None, ts, False)
+            self._start_turn(None, ts, False, started_by=None)
         turn = self.cur
         assert turn is not None
         mid = msg.get("id")
@@ -528,16 +630,17 @@ class FileBuilder:
                 turn.models.append(model)
                 if model not in self.models:
                     self.models.append(model)
-            call = self.cur_llm.get(mid)
+            # One record per API response, kept in the turn of its first line: tokens count once.
+            call = self.llm_by_id.get(mid)
             if call is None:
                 call = LlmCall(message_id=mid, model=model if model.__class__ is str else None, timestamp=ts)
-                self.cur_llm[mid] = call
+                self.llm_by_id[mid] = call
                 turn.llm_calls.append(call)
             usage = msg.get("usage")
-            if usage.__class__ is dict:
-                u = _usage_counts(usage)
-                self.cur_usage[mid] = u
-                call.input_tokens, call.output_tokens, call.cache_read_tokens, call.cache_creation_tokens = u
+            if usage.__class__ is dict:  # the last line of a response carries the final usage
+                (call.input_tokens, call.output_tokens, call.cache_read_tokens,
+                 call.cache_creation_tokens) = _usage_counts(usage)
+                call.has_usage = True
         content = msg.get("content")
         for b in (content if content.__class__ is list else _blocks(content)):
             if b.__class__ is not dict:
@@ -559,8 +662,9 @@ class FileBuilder:
             self.cur_msg_seq[mid] = len(self.cur_msg_seq)
             self.cur_msg_calls[mid] = 0
         self.cur_msg_calls[mid] += 1
-        if mid in self.cur_llm:
-            self.cur_llm[mid].tool_calls += 1
+        call = self.llm_by_id.get(mid)
+        if call is not None:
+            call.tool_calls += 1
         name = str(b.get("name") or "?")
         inp = b.get("input") if isinstance(b.get("input"), dict) else {}
         inv = Invocation(tool_name=name, tool_use_id=str(b.get("id") or ""), sequence=self.cur_msg_seq[mid],
@@ -573,8 +677,11 @@ class FileBuilder:
             inv.command = inp["command"]
         if isinstance(inp.get("description"), str):
             inv.description = _short(inp["description"], 300)
-        if name in AGENT_TOOLS and isinstance(inp.get("subagent_type"), str):
-            inv.subagent_type = inp["subagent_type"]
+        if name in AGENT_TOOLS:
+            if isinstance(inp.get("subagent_type"), str):
+                inv.subagent_type = inp["subagent_type"]
+            if isinstance(inp.get("prompt"), str):
+                inv.prompt_key = _prompt_hash(inp["prompt"])
         if name == "ExitPlanMode" and isinstance(inp.get("plan"), str) and inp["plan"].strip():
             self.exit_plan = inp["plan"][:MAX_TEXT_CHARS]
             self._dirty.append(self)
@@ -606,17 +713,31 @@ class FileBuilder:
 
     # ------------------------------------------------------------------ inline subagents (1.0.x)
     def _feed_inline(self, rec: dict[str, Any], rtype: str) -> None:
-        starts_new = (rtype == "user" and rec.get("parentUuid") is None
-                      and is_human_prompt({}, _message(rec).get("content"))[0])
-        if starts_new or self.inline_cur is None:
+        root_prompt = None
+        if rtype == "user" and rec.get("parentUuid") is None:
+            starts, root_prompt, _ = is_human_prompt({}, _message(rec).get("content"))
+            root_prompt = root_prompt if starts else None
+        if root_prompt is not None or self.inline_cur is None:
             sub_builder = FileBuilder(self.rel_path, is_subagent_file=True)
-            task = self._unlinked_agent_call()
+            # Parallel sidechains are written in completion order: the call is the one whose
+            # prompt this sidechain starts with; position is only the fallback.
+            task = (self._agent_call_with_prompt(_prompt_hash(root_prompt)) if root_prompt is not None else None) \
+                or self._unlinked_agent_call()
             # type and description are filled in when linking, from the (redacted) call
             sub = Subagent(agent_id=None, layout="inline", file=self.rel_path,
                            tool_use_id=task.tool_use_id if task else None, turn_index=self._turn_index())
             self.inline.append((sub_builder, sub))
             self.inline_cur = sub_builder
         self.inline_cur.feed(rec)
+
+    def _agent_call_with_prompt(self, key: str) -> Invocation | None:
+        """The newest Task/Agent call, not yet linked, whose `input.prompt` hashes to `key`."""
+        linked = {s.tool_use_id for _, s in self.inline}
+        for turn in reversed(self.turns):
+            for inv in reversed(turn.invocations):
+                if inv.prompt_key == key and inv.tool_use_id not in linked:
+                    return inv
+        return None
 
     def _unlinked_agent_call(self) -> Invocation | None:
         """The oldest Task/Agent call of this turn that has no subagent and no result yet."""
@@ -637,7 +758,6 @@ class FileBuilder:
         self._redact_pending()
         for sub_builder, _ in self.inline:
             sub_builder.finalize()
-        self._finish_turn()
         for turn in self.turns:
             compute_metrics(turn)
             if turn.duration_source != "turn_duration":
@@ -678,6 +798,17 @@ def fill_subagent_counts(sub: Subagent) -> None:
     sub.tool_call_count, sub.tool_error_count, sub.tool_usage = calls, errors, usage
 
 
+def _renumber_calls(turn: Turn) -> None:
+    """`sequence` and `position` of a turn's calls from their responses, in file order (for a
+    turn that absorbed another's calls)."""
+    seq: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for inv in turn.invocations:
+        seq.setdefault(inv.message_id, len(seq))
+        calls[inv.message_id] = calls.get(inv.message_id, 0) + 1
+        inv.sequence, inv.position = seq[inv.message_id], calls[inv.message_id]
+
+
 def _uniq_append(items: list[str], value: str | None) -> None:
     if value and value not in items:
         items.append(value)
@@ -694,6 +825,14 @@ def compute_metrics(turn: Turn) -> None:
     m.tool_usage = {}
     m.files_read, m.files_written, m.files_modified, m.bash_commands = [], [], [], []
     m.lines_added = m.lines_removed = m.bash_error_count = 0
+    m.input_tokens = m.output_tokens = m.cache_read_tokens = m.cache_creation_tokens = m.api_calls = 0
+    for c in turn.llm_calls:
+        if c.has_usage:
+            m.api_calls += 1
+            m.input_tokens += c.input_tokens
+            m.output_tokens += c.output_tokens
+            m.cache_read_tokens += c.cache_read_tokens
+            m.cache_creation_tokens += c.cache_creation_tokens
     for inv in turn.invocations:
         inv.parallel_group = 0 if per_msg[inv.message_id] == 1 else inv.position
         m.tool_usage[inv.tool_name] = m.tool_usage.get(inv.tool_name, 0) + 1
