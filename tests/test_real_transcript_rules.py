@@ -1,0 +1,198 @@
+"""Issue 10: the rules real transcripts taught (DESIGN "Turn rules"), one hand-written case each,
+in the shapes real files have."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kit import SID, assistant, base, prompt, result, session_of, system, text, tool_use, write_jsonl
+
+from jacked.catalog import Catalog
+from jacked.history import list_sessions, turns_json
+from jacked.scanner import Scanner
+
+
+def _queue(content: object, t: int, operation: str = "enqueue") -> dict:
+    rec = {"type": "queue-operation", "operation": operation, "timestamp": f"2026-03-01T10:00:{t:02d}.000Z",
+           "sessionId": SID}
+    if content is not None:
+        rec["content"] = content
+    return rec
+
+
+def _sidechain(text_: str, t: int, parent: str | None, role: str = "user", msg_id: str | None = None,
+               block: dict | None = None) -> dict:
+    if role == "user":
+        return base(t, type="user", isSidechain=True, parentUuid=parent,
+                    message={"role": "user", "content": text_})
+    return assistant(msg_id or "x", block or text(text_), t, isSidechain=True, parentUuid=parent)
+
+
+def test_parallel_inline_sidechains_pair_by_prompt_not_position(tmp_path: Path) -> None:
+    # 1.0.x: three parallel Task calls; their sidechains are written in completion order (c, a, b).
+    calls = [("ta", "Setup Next.js project"), ("tb", "Write the components"), ("tc", "Add the tests")]
+    recs = [prompt("build the site", 0)]
+    recs += [assistant("m1", tool_use(tid, "Task", description=d, prompt=f"Please {d.lower()} now"), 1)
+             for tid, d in calls]
+    work = {"ta": 3, "tb": 1, "tc": 2}  # tool calls each subagent makes
+    for tid, d in (calls[2], calls[0], calls[1]):
+        root = _sidechain(f"Please {d.lower()} now", 2, None)
+        recs.append(root)
+        for k in range(work[tid]):
+            recs.append(_sidechain("", 3, root["uuid"], "assistant", f"s{tid}{k}", tool_use(f"u{tid}{k}", "Bash",
+                                                                                          command="ls")))
+            recs.append(base(3, type="user", isSidechain=True, message={"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"u{tid}{k}", "content": "ok"}]}))
+        recs.append(_sidechain(f"report of {d}", 4, None, "assistant", f"r{tid}"))
+    recs += [result(tid, f"done {d}", t=5) for tid, d in calls]
+    data = session_of(tmp_path, recs)
+    by_call = {s["tool_use_id"]: s for s in data["subagents"]}
+    assert set(by_call) == {"ta", "tb", "tc"}  # every sidechain linked
+    for tid, d in calls:
+        assert by_call[tid]["summary_text"] == f"report of {d}"
+        assert by_call[tid]["tool_call_count"] == work[tid]
+    assert data["turns"][0]["metrics"]["tool_call_count"] == 3  # the Task calls only
+
+
+def test_summary_label_titles_the_session_holding_its_leaf(tmp_path: Path) -> None:
+    claude = tmp_path / "claude"
+    owner, resumed = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+    first = [prompt("fix the cache", 0, sessionId=owner), assistant("m1", text("fixed"), 1, sessionId=owner)]
+    leaf = first[-1]["uuid"]
+    write_jsonl(claude / "projects" / "-p" / f"{owner}.jsonl", first)
+    write_jsonl(claude / "projects" / "-p" / f"{resumed}.jsonl", [
+        {"type": "summary", "summary": "Cache invalidation fix", "leafUuid": leaf},
+        {"type": "summary", "summary": "A label for nothing", "leafUuid": "no-such-uuid"},
+        prompt("and now the docs", 10, sessionId=resumed), assistant("m2", text("ok"), 11, sessionId=resumed)])
+    cat = Catalog(tmp_path / "c.db")
+    Scanner(cat, claude).scan()
+    assert cat.get_session_row(owner)["title"] == "Cache invalidation fix"
+    assert cat.get_session_row(resumed)["title"] is None
+    assert [(x["kind"], x["text"]) for x in turns_json(cat, owner)["texts"]] == [
+        ("summary_label", "Cache invalidation fix")]
+    assert turns_json(cat, resumed)["texts"] == []
+
+
+def test_label_arriving_after_its_owner_was_scanned(tmp_path: Path) -> None:
+    claude = tmp_path / "claude"
+    owner, later = "aaaaaaaa-0000-4000-8000-000000000003", "bbbbbbbb-0000-4000-8000-000000000004"
+    first = [prompt("profile the loader", 0, sessionId=owner), assistant("m1", text("done"), 1, sessionId=owner)]
+    write_jsonl(claude / "projects" / "-p" / f"{owner}.jsonl", first)
+    cat = Catalog(tmp_path / "c.db")
+    Scanner(cat, claude).scan()
+    seq = cat.get_session_row(owner)["content_seq"]
+    write_jsonl(claude / "projects" / "-p" / f"{later}.jsonl", [
+        {"type": "summary", "summary": "Loader profiling", "leafUuid": first[-1]["uuid"]},
+        prompt("next", 5, sessionId=later)])
+    Scanner(cat, claude).scan()
+    row = cat.get_session_row(owner)
+    assert row["title"] == "Loader profiling"
+    assert row["content_seq"] > seq  # its points are brought up to date by the next index run
+
+
+def test_api_response_split_by_a_prompt_counts_once(tmp_path: Path) -> None:
+    usage = {"input_tokens": 442_000, "output_tokens": 10}
+    recs = [prompt("start", 0), assistant("m1", text("working"), 1, usage=usage),
+            prompt("also check the docs", 2),  # typed mid-stream: splits m1's lines
+            assistant("m1", tool_use("t1", "Read", file_path="/a"), 3, usage=usage), result("t1", "x", t=4),
+            assistant("m2", text("done"), 5, usage={"input_tokens": 5, "output_tokens": 1})]
+    data = session_of(tmp_path, recs)
+    first, second = (t["metrics"] for t in data["turns"])
+    assert (first["api_calls"], first["input_tokens"]) == (1, 442_000)
+    assert (second["api_calls"], second["input_tokens"]) == (1, 5)
+    assert data["row"]["input_tokens"] == 442_005
+    assert [i["tool_name"] for i in data["turns"][1]["invocations"]] == ["Read"]  # calls stay in file order
+
+
+def test_task_notification_starts_a_turn_without_a_prompt(tmp_path: Path) -> None:
+    note = ("<task-notification>\n<task-id>c3</task-id>\n<status>completed</status>\n"
+            "<summary>Agent \"Coverage analysis\" completed</summary>\n<result>96%</result>\n</task-notification>")
+    recs = [prompt("spawn the coverage agent", 0), assistant("m1", text("spawned"), 1),
+            prompt(note, 2), assistant("m2", text("Coverage report received."), 3)]
+    data = session_of(tmp_path, recs)
+    assert [(t["index"], t["prompt"], t["started_by"]) for t in data["turns"]] == [
+        (1, "spawn the coverage agent", "prompt"), (2, None, "notification")]
+    assert data["row"]["first_prompt"] == "spawn the coverage agent"
+
+
+def test_queued_message_is_a_prompt_unless_its_user_line_follows(tmp_path: Path) -> None:
+    recs = [prompt("refactor the parser", 0), assistant("m1", tool_use("t1", "Bash", command="make"), 1),
+            _queue([{"type": "text", "text": "also keep the old API"}], 2),  # typed while Claude worked
+            result("t1", "ok", t=3),
+            assistant("m2", tool_use("t2", "Edit", file_path="/p.py"), 4), result("t2", "ok", t=5),
+            # 2.0.x: a queued message later also written as its user line (that line wins)
+            _queue("ship it", 6), _queue(None, 6, "dequeue"), prompt("ship it", 7),
+            assistant("m3", text("shipped"), 8),
+            _queue(None, 9)]  # an enqueue with no content: skipped, counted
+    data = session_of(tmp_path, recs)
+    assert [(t["index"], t["prompt"], t["started_by"]) for t in data["turns"]] == [
+        (1, "refactor the parser", "prompt"), (2, "also keep the old API", "queued"), (3, "ship it", "prompt")]
+    assert [i["tool_name"] for i in data["turns"][1]["invocations"]] == ["Edit"]
+    assert data["row"]["lines_skipped"] == 1
+
+
+def test_queued_message_then_its_user_line_after_more_work_folds_back(tmp_path: Path) -> None:
+    recs = [prompt("run the suite", 0), _queue("then fix what fails", 1),
+            assistant("m1", tool_use("t1", "Bash", command="pytest"), 2), result("t1", "2 failed", t=3),
+            prompt("then fix what fails", 4), assistant("m2", tool_use("t2", "Edit", file_path="/x"), 5)]
+    data = session_of(tmp_path, recs)
+    assert [(t["prompt"], [i["tool_name"] for i in t["invocations"]]) for t in data["turns"]] == [
+        ("run the suite", ["Bash"]), ("then fix what fails", ["Edit"])]
+
+
+def test_queued_slash_command_matches_its_command_line(tmp_path: Path) -> None:
+    recs = [_queue([{"type": "text", "text": "/init"}], 0), _queue(None, 0, "dequeue"),
+            prompt("<command-message>init is analyzing your codebase…</command-message>\n"
+                   "<command-name>/init</command-name>", 1), assistant("m1", text("ok"), 2)]
+    data = session_of(tmp_path, recs)
+    assert len(data["turns"]) == 1 and data["turns"][0]["is_slash_command"]
+    assert data["row"]["first_prompt"] == "/init"
+
+
+def test_terminal_escapes_never_reach_the_catalog(tmp_path: Path) -> None:
+    colored = "\x1b[32m✔\x1b[39m lefthook \x1b[1mpre-commit\x1b[22m\x1b[2K\r done"
+    recs = [prompt("commit", 0), assistant("m1", tool_use("t1", "Bash", command="git commit"), 1),
+            result("t1", colored, t=2), assistant("m2", text("Committed \x1b[1mok\x1b[0m"), 3)]
+    data = session_of(tmp_path, recs)
+    turn = data["turns"][0]
+    assert "\x1b" not in turn["invocations"][0]["result"] and "lefthook pre-commit" in turn["invocations"][0]["result"]
+    assert turn["assistant_text"] == "Committed ok"
+
+
+def test_turn_ends_before_the_next_prompt(tmp_path: Path) -> None:
+    recs = [prompt("one", 0), assistant("m1", text("a"), 5), system("turn_duration", 6, durationMs=6000),
+            prompt("two", 40), assistant("m2", text("b"), 41)]
+    data = session_of(tmp_path, recs)
+    assert data["turns"][0]["ended_at"] == "2026-03-01T10:00:06.000Z"
+
+
+def test_session_list_shows_the_head_of_a_long_first_prompt(tmp_path: Path) -> None:
+    long_prompt = "paste: " + "x" * 22_000
+    data = session_of(tmp_path, [prompt(long_prompt, 0), assistant("m1", text("ok"), 1)])
+    cat = Catalog(tmp_path / "home" / "catalog.db")
+    row = list_sessions(cat)[0]
+    assert len(row["first_prompt"]) <= 301 and row["first_prompt"].startswith("paste: xxx")
+    assert data["turns"][0]["prompt"] == long_prompt  # the turn keeps it whole
+
+
+def test_malformed_queue_and_summary_lines_are_harmless(tmp_path: Path) -> None:
+    recs = [{"type": "summary", "leafUuid": None}, {"type": "summary", "summary": "x", "leafUuid": 5},
+            _queue(12, 1), _queue({"weird": True}, 1), prompt("hello", 2), assistant("m1", text("hi"), 3)]
+    data = session_of(tmp_path, recs)
+    assert [t["prompt"] for t in data["turns"]] == ["hello"]
+
+
+def test_the_real_async_agent_fixture(tmp_path: Path) -> None:
+    """The hand-written 2.1.x background-agent session: the notification is no prompt."""
+    src = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code" / "handwritten" / \
+        "claude-code-log" / "async_agents" / "eb000000-0000-4000-8000-000000000001.jsonl"
+    claude = tmp_path / "claude"
+    dest = claude / "projects" / "-p" / src.name
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(src.read_bytes())
+    cat = Catalog(tmp_path / "c.db")
+    Scanner(cat, claude).scan()
+    turns = turns_json(cat, src.stem)["turns"]
+    assert [t["started_by"] for t in turns] == ["prompt", "notification"]
+    assert sum(1 for line in src.read_text().splitlines()
+               if "<task-notification>" in json.dumps(json.loads(line).get("message", ""))) == 1
