@@ -20,7 +20,7 @@ from jacked.catalog import Catalog, FileState, dump_state, load_state
 from jacked.transcript.assemble import assemble, read_meta
 from jacked.transcript.discover import SessionFiles, discover
 from jacked.transcript.model import Session
-from jacked.transcript.reader import ReadResult, iter_records
+from jacked.transcript.reader import MAX_LINE_BYTES, ReadResult, iter_records
 from jacked.transcript.turns import PARSER_VERSION, FileBuilder
 from jacked.timeutil import parse_ts
 
@@ -216,6 +216,7 @@ class Scanner:
             for group, built, error, counters in items:
                 for name in ("files_opened", "files_resumed", "bytes_read", "lines_read"):
                     setattr(report, name, getattr(report, name) + getattr(counters, name))
+                report.errors.extend(counters.errors)
                 if error:
                     report.errors.append(error)
                 elif built is not None:
@@ -350,6 +351,9 @@ class Scanner:
             feed(rec)
         report.bytes_read += res.bytes_read
         report.lines_read += res.lines
+        if res.oversized:
+            report.errors.append(f"{path}: {res.oversized} line(s) over {MAX_LINE_BYTES >> 20} MB skipped "
+                                 "(e.g. a huge file-history snapshot); the rest of the session is kept")
         head, tail = _probe(path, res.end_offset)
         builder.finalize()  # redacts what was captured: the stored state holds no secret
         parent = builder.session_id if kind == "subagent" and layout == "flat" else group.session_id

@@ -196,3 +196,20 @@ def test_the_real_async_agent_fixture(tmp_path: Path) -> None:
     assert [t["started_by"] for t in turns] == ["prompt", "notification"]
     assert sum(1 for line in src.read_text().splitlines()
                if "<task-notification>" in json.dumps(json.loads(line).get("message", ""))) == 1
+
+
+def test_a_huge_snapshot_line_is_skipped_with_memory_flat(tmp_path: Path) -> None:
+    from jacked.transcript.reader import MAX_LINE_BYTES
+
+    claude = tmp_path / "claude"
+    f = write_jsonl(claude / "projects" / "-p" / f"{SID}.jsonl", [prompt("before", 0)])
+    with f.open("a") as fh:  # a snapshot line just over the limit, then the session goes on
+        fh.write('{"type":"file-history-snapshot","messageId":"m","snapshot":{"trackedFileBackups":{"a":"')
+        fh.write("x" * MAX_LINE_BYTES)
+        fh.write('"}}}\n')
+        fh.write(json.dumps(assistant("m1", text("after"), 2)) + "\n")
+    cat = Catalog(tmp_path / "c.db")
+    report = Scanner(cat, claude).scan()
+    assert report.lines_skipped == 1 and any("skipped" in e for e in report.errors)
+    turn = turns_json(cat, SID)["turns"][0]
+    assert (turn["prompt"], turn["assistant_text"]) == ("before", "after")

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 READ_CHUNK = 1 << 20
+# A line longer than this is passed over unread (counted in `oversized`): 2.1.x writes
+# `file-history-snapshot` lines of hundreds of MB, and decoding one would hold it all
+# in memory several times over. Real prompts, results and base64 images stay far below.
+MAX_LINE_BYTES = 8 << 20
 
 
 @dataclass(slots=True)
@@ -28,6 +33,7 @@ class ReadResult:
     # so it is reported but not added to the consumed counts.
     pending_tail_malformed: int = 0
     bytes_read: int = 0
+    oversized: int = 0  # lines over MAX_LINE_BYTES, skipped (also counted in `malformed`)
 
 
 def decode_line(raw: bytes) -> dict[str, Any] | None:
@@ -39,7 +45,18 @@ def decode_line(raw: bytes) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def iter_records(path: Path, start: int = 0, result: ReadResult | None = None) -> Iterator[dict[str, Any]]:
+def _skip_line(readline: Any, size: int) -> tuple[int, bool]:
+    """Read past the rest of a line in pieces: (bytes passed over, whether its newline came)."""
+    skipped = 0
+    while True:
+        piece = readline(size)
+        skipped += len(piece)
+        if not piece or piece[-1] == 10:
+            return skipped, bool(piece)
+
+
+def iter_records(path: Path, start: int = 0, result: ReadResult | None = None,
+                 max_line: int = MAX_LINE_BYTES) -> Iterator[dict[str, Any]]:
     """Yield the JSON objects of `path` from byte `start`; `result` is filled when the
     iteration ends (or is abandoned).
 
@@ -54,8 +71,20 @@ def iter_records(path: Path, start: int = 0, result: ReadResult | None = None) -
     tail = 0  # bytes of a last line left unconsumed for the next read
     with open(path, "rb", buffering=READ_CHUNK) as fh:
         fh.seek(start)
+        readline = fh.readline
         try:
-            for raw in fh:  # the buffered reader splits lines in C; memory is bounded by one line
+            # The buffered reader splits lines in C; with a size limit, memory is bounded by it.
+            for raw in iter(partial(fh.readline, max_line), b""):
+                if len(raw) == max_line and raw[-1] != 10:  # an oversized line: pass over the rest
+                    skipped, ended = _skip_line(readline, max_line)
+                    if not ended:  # still being written: re-read from its start next time
+                        tail = len(raw) + skipped
+                        break
+                    pos += len(raw) + skipped
+                    lines += 1
+                    malformed += 1
+                    res.oversized += 1
+                    continue
                 if raw[-1] != 10:  # no newline: a final line, complete only if it decodes
                     obj = decode_line(raw) if raw.strip() else None
                     if obj is None:
