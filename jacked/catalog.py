@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     title TEXT, first_prompt TEXT, plan TEXT, plan_source TEXT, models TEXT, tool_call_count INTEGER,
     tool_error_count INTEGER, input_tokens INTEGER, output_tokens INTEGER, lines INTEGER,
     lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL,
-    content_seq INTEGER, user_name TEXT, own_title TEXT
+    content_seq INTEGER, user_name TEXT, own_title TEXT,
+    source TEXT  -- where the transcript is: transcript (on disk) | archive (only archived) | history (prompts only)
 );
 CREATE INDEX IF NOT EXISTS sessions_repo ON sessions(repo_name);
 CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
@@ -44,14 +45,17 @@ CREATE TABLE IF NOT EXISTS turns (
     duration_source TEXT, is_slash_command INTEGER, compacted INTEGER, interrupted INTEGER,
     assistant_text TEXT, models TEXT, metrics TEXT, tool_call_count INTEGER, tool_error_count INTEGER,
     lines_added INTEGER, lines_removed INTEGER, input_tokens INTEGER, output_tokens INTEGER, started_by TEXT,
+    prompt_uuid TEXT, repeat_of TEXT,
     PRIMARY KEY (session_id, turn_index)
 );
+-- a resumed or forked session repeats its parent's turns (same line uuids): counted once
+CREATE INDEX IF NOT EXISTS turns_prompt_uuid ON turns(prompt_uuid) WHERE prompt_uuid IS NOT NULL;
 CREATE TABLE IF NOT EXISTS invocations (
     session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, tool_name TEXT, tool_use_id TEXT,
     sequence INTEGER, parallel_group INTEGER, is_error INTEGER, file_path TEXT, command TEXT,
     description TEXT, input_brief TEXT, result_brief TEXT, timestamp TEXT, result_timestamp TEXT,
     lines_added INTEGER, lines_removed INTEGER, file_created INTEGER, agent_id TEXT,
-    diff TEXT, before_hash TEXT, after_hash TEXT
+    diff TEXT, before_hash TEXT, after_hash TEXT, repeated INTEGER
 );
 CREATE INDEX IF NOT EXISTS invocations_session ON invocations(session_id, owner, turn_index, ord);
 CREATE INDEX IF NOT EXISTS invocations_tool ON invocations(tool_name);
@@ -59,7 +63,7 @@ CREATE INDEX IF NOT EXISTS invocations_file ON invocations(file_path) WHERE file
 CREATE TABLE IF NOT EXISTS llm_calls (
     session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, message_id TEXT, model TEXT, timestamp TEXT,
     input_tokens INTEGER, output_tokens INTEGER, cache_read_tokens INTEGER, cache_creation_tokens INTEGER,
-    tool_calls INTEGER
+    tool_calls INTEGER, repeated INTEGER
 );
 CREATE INDEX IF NOT EXISTS llm_calls_session ON llm_calls(session_id, owner, turn_index, ord);
 CREATE TABLE IF NOT EXISTS turn_events (
@@ -236,7 +240,8 @@ class Catalog:
         self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq'", (count,))
         return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
 
-    def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], user_name: str | None = None) -> None:
+    def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], user_name: str | None = None,
+                         source: str = "transcript") -> None:
         """Write sessions' rows, replacing what was there (call inside a transaction); each entry
         is (session, lines skipped, known). `known=False` promises the session has no rows yet,
         which saves the deletes. Rows are inserted with one statement per table for the batch."""
@@ -252,9 +257,56 @@ class Catalog:
         now = time.time()
         for s, lines_skipped, _ in entries:
             seq += 1
-            rows.add_session(s, lines_skipped, seq, now, user_name)
+            rows.add_session(s, lines_skipped, seq, now, user_name, source)
         rows.write(db)
-        self._resolve_labels([s.session_id for s, _, _ in entries])
+        written = [s.session_id for s, _, _ in entries]
+        self._resolve_labels(written)
+        self._mark_repeats(written)
+
+    def _mark_repeats(self, written: Sequence[str]) -> None:
+        """Turns that a resumed or forked session repeats from another (the same prompt line
+        uuid) count once: in the session that started first. The copies keep their rows (they
+        are shown) but are marked `repeat_of`, left out of the session's totals, of stats
+        and of the index."""
+        db = self.db
+        groups: dict[str, list[tuple[str, str, int, str | None]]] = {}
+        for i in range(0, len(written), 500):
+            part = list(written[i:i + 500])
+            for r in db.execute(
+                    "SELECT t.prompt_uuid, COALESCE(s.started_at, ''), t.session_id, t.turn_index, t.repeat_of "
+                    "FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+                    "WHERE t.prompt_uuid IN (SELECT prompt_uuid FROM turns WHERE prompt_uuid IS NOT NULL AND "
+                    f"session_id IN ({','.join('?' * len(part))}))", part):
+                groups.setdefault(r[0], []).append((r[1], r[2], r[3], r[4]))
+        changes: list[tuple[str | None, str, int]] = []
+        for copies in groups.values():
+            if len({sid for _, sid, _, _ in copies}) < 2:
+                continue
+            original = min(copies)[1]
+            for _, sid, turn, was in copies:
+                now = None if sid == original else original
+                if now != was:
+                    changes.append((now, sid, turn))
+        if not changes:
+            return
+        db.executemany("UPDATE turns SET repeat_of = ? WHERE session_id = ? AND turn_index = ?", changes)
+        touched = sorted({sid for _, sid, _ in changes})
+        for table in ("invocations", "llm_calls"):
+            db.executemany(
+                f"UPDATE {table} SET repeated = (SELECT t.repeat_of IS NOT NULL FROM turns t WHERE "
+                f"t.session_id = {table}.session_id AND t.turn_index = {table}.turn_index) "
+                "WHERE session_id = ? AND owner = ''", [(sid,) for sid in touched])
+        db.executemany(
+            "UPDATE sessions SET (tool_call_count, tool_error_count, input_tokens, output_tokens) = "
+            "(SELECT COALESCE(SUM(tool_call_count), 0), COALESCE(SUM(tool_error_count), 0), "
+            "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM turns t "
+            "WHERE t.session_id = sessions.session_id AND t.repeat_of IS NULL) WHERE session_id = ?",
+            [(sid,) for sid in touched])
+        stale = [sid for sid in touched if sid not in set(written)]
+        if stale:  # their points change: the next index run brings them up to date
+            seq = self.next_seq(len(stale)) - len(stale)
+            db.executemany("UPDATE sessions SET content_seq = ? WHERE session_id = ?",
+                           [(seq + i + 1, sid) for i, sid in enumerate(stale)])
 
     def _resolve_labels(self, written: Sequence[str]) -> None:
         """Give labels written in one file for another session (`foreign_label`, by their
@@ -372,7 +424,8 @@ class _SessionRows:
         self.texts: list[tuple[Any, ...]] = []
         self.leaves: list[tuple[Any, ...]] = []
 
-    def add_session(self, s: Session, lines_skipped: int, seq: int, now: float, user_name: str | None) -> None:
+    def add_session(self, s: Session, lines_skipped: int, seq: int, now: float, user_name: str | None,
+                    source: str = "transcript") -> None:
         sid = s.session_id
         ms = [t.metrics for t in s.turns]
         self.sessions.append(
@@ -384,7 +437,7 @@ class _SessionRows:
              sum(m.output_tokens for m in ms), s.lines, lines_skipped,
              sum(1 for a in s.subagents if not a.is_warmup),
              # a file of summaries or snapshots only is not a session
-             1 if s.file and (s.message_lines or s.turns) else 0, now, seq, user_name, s.title))
+             1 if s.file and (s.message_lines or s.turns) else 0, now, seq, user_name, s.title, source))
         self.leaves.extend((u, sid) for u in s.leaf_uuids)
         self._add_turns(sid, s.turns)
         for i, a in enumerate(s.subagents):
@@ -404,7 +457,8 @@ class _SessionRows:
                  int(t.is_slash_command), int(t.compacted), int(t.interrupted), t.assistant_text,
                  orjson.dumps(t.models).decode(), orjson.dumps(m.to_json()).decode(), m.tool_call_count,
                  m.tool_error_count, m.lines_added, m.lines_removed,
-                 m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens, t.started_by))
+                 m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens, t.started_by,
+                 t.prompt_uuid, None))
             for i, e in enumerate(t.events):
                 self.events.append((sid, t.index, i, e.type, e.timestamp, orjson.dumps(e.data).decode()))
             for b in t.backups:
@@ -418,10 +472,10 @@ class _SessionRows:
                     (sid, owner, t.index, i, v.tool_name, v.tool_use_id, v.sequence, v.parallel_group,
                      int(v.is_error), v.file_path, v.command, v.description, v.input_brief, v.result_brief,
                      v.timestamp, v.result_timestamp, v.lines_added, v.lines_removed, int(v.file_created),
-                     v.agent_id, v.diff, v.before_hash, v.after_hash))
+                     v.agent_id, v.diff, v.before_hash, v.after_hash, 0))
             self.llm_calls.extend(
                 (sid, owner, t.index, i, c.message_id, c.model, c.timestamp, c.input_tokens, c.output_tokens,
-                 c.cache_read_tokens, c.cache_creation_tokens, c.tool_calls) for i, c in enumerate(t.llm_calls))
+                 c.cache_read_tokens, c.cache_creation_tokens, c.tool_calls, 0) for i, c in enumerate(t.llm_calls))
 
     def write(self, db: sqlite3.Connection) -> None:
         for table, rows in (("sessions", self.sessions), ("turns", self.turns), ("invocations", self.invocations),

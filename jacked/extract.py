@@ -155,7 +155,8 @@ class Extractor:
                 continue
             add("subagent_summary", a["ord"], a["summary_text"], timestamp=a["ended_at"], turn_index=a["turn_index"],
                 agent_id=a["agent_id"], agent_type=a["agent_type"])
-        turns = self.catalog.turn_rows(sid)
+        # A turn a resumed or forked session repeats from an earlier one is indexed there only.
+        turns = [t for t in self.catalog.turn_rows(sid) if not t.get("repeat_of")]
         for t in turns:
             if t["turn_index"] >= 1:
                 add("user_message", t["turn_index"], prompt_text(t["prompt"], bool(t["is_slash_command"])),

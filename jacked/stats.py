@@ -75,7 +75,8 @@ def compute_stats(catalog: Catalog, q: StatsQuery) -> dict[str, Any]:
     """The `stats --json` object."""
     since = iso_since(q.since, q.now)
     where, args = session_filter(q, "t.")
-    turn_sql = f"FROM turns t WHERE {where}" + (" AND t.started_at >= ?" if since else "")
+    turn_sql = (f"FROM turns t WHERE {where}" + (" AND t.started_at >= ?" if since else "")
+                + ("" if q.session_id else " AND t.repeat_of IS NULL"))  # a resumed session's copies count once
     turn_args = args + ([since] if since else [])
     db = catalog.db
     row = db.execute(
@@ -102,6 +103,8 @@ def _tokens_by_model(catalog: Catalog, q: StatsQuery, since: str | None) -> dict
            f"l.cache_creation_tokens), SUM(l.output_tokens) FROM llm_calls l WHERE {where}")
     if not q.include_subagents:
         sql += " AND l.owner = ''"
+    if not q.session_id:
+        sql += " AND NOT l.repeated"
     if since:
         sql += " AND l.timestamp >= ?"
         args.append(since)
@@ -125,6 +128,8 @@ def invocation_rows(catalog: Catalog, q: StatsQuery, since: str | None) -> list[
         sql = f"SELECT {cols} FROM invocations i WHERE {where}"
     if not q.include_subagents:
         sql += " AND i.owner = ''"
+    if not q.session_id:
+        sql += " AND NOT i.repeated"
     sql += " ORDER BY i.session_id, i.owner, i.turn_index, i.ord"
     return catalog.db.execute(sql, args).fetchall()
 

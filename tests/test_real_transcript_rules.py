@@ -213,3 +213,29 @@ def test_a_huge_snapshot_line_is_skipped_with_memory_flat(tmp_path: Path) -> Non
     assert report.lines_skipped == 1 and any("skipped" in e for e in report.errors)
     turn = turns_json(cat, SID)["turns"][0]
     assert (turn["prompt"], turn["assistant_text"]) == ("before", "after")
+
+
+def test_a_resumed_session_repeating_its_parent_counts_each_turn_once(tmp_path: Path) -> None:
+    from jacked.extract import Extractor
+    from jacked.stats import StatsQuery, compute_stats
+
+    claude = tmp_path / "claude"
+    parent, resumed = "aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b"
+    usage = {"input_tokens": 100, "output_tokens": 10}
+    shared = [prompt("find the leak", 0), assistant("m1", tool_use("t1", "Bash", command="valgrind ./app"), 1,
+                                                     usage=usage), result("t1", "leak in pool.c", t=2)]
+    write_jsonl(claude / "projects" / "-p" / f"{parent}.jsonl", [dict(r, sessionId=parent) for r in shared])
+    # the resumed file repeats the parent's lines (same uuids), then goes on
+    more = [prompt("now fix it", 10), assistant("m2", tool_use("t2", "Edit", file_path="/pool.c"), 11, usage=usage),
+            result("t2", "ok", t=12)]
+    write_jsonl(claude / "projects" / "-p" / f"{resumed}.jsonl", [dict(r, sessionId=resumed) for r in shared + more])
+    cat = Catalog(tmp_path / "c.db")
+    Scanner(cat, claude).scan()
+    turns = turns_json(cat, resumed)["turns"]
+    assert [t["prompt"] for t in turns] == ["find the leak", "now fix it"]  # shown whole
+    row = cat.get_session_row(resumed)
+    assert (row["tool_call_count"], row["input_tokens"]) == (1, 100)  # only its own turn
+    stats = compute_stats(cat, StatsQuery())
+    assert stats["turns"] == 2 and stats["tokens"]["input"] == 200
+    kinds = [(d.content_type, d.turn_index) for d in Extractor(cat).documents(resumed)]
+    assert ("user_message", 1) not in kinds and ("user_message", 2) in kinds

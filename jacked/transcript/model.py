@@ -139,6 +139,9 @@ class Turn:
     # worked, known only from its queue-operation line), "notification" (a background task
     # reporting back: no human prompt); None for turn 0 (assistant lines before any prompt).
     started_by: str | None = None
+    # The uuid of the line that started the turn: a resumed or forked session repeats its
+    # parent's lines with their uuids, so the same turn is recognised in both files.
+    prompt_uuid: str | None = None
     ended_at: str | None = None
     duration_ms: int | None = None
     duration_source: str | None = None  # "turn_duration" | "timestamps"

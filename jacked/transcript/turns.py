@@ -287,6 +287,7 @@ class FileBuilder:
         self._line_prev_uuid: str | None = None  # the uuid before the current line's
         self.leaf_uuids: list[str] = []  # the last uuid of each finished turn
         self._end_before_line: str | None = None  # the running turn's end before this line
+        self._line_uuid: Any = None  # the current line's uuid
         # file-history backups seen before the prompt they belong to (snapshots precede it),
         # and the (path, version) pairs already recorded: snapshots repeat every entry each turn
         self.pending_backups: list[FileBackup] = []
@@ -348,7 +349,7 @@ class FileBuilder:
     def feed(self, rec: dict[str, Any]) -> None:
         """Apply one decoded record."""
         self.lines += 1
-        uid = rec.get("uuid")
+        uid = self._line_uuid = rec.get("uuid")
         if uid.__class__ is str:
             if uid in self.seen_uuids:
                 self.duplicates += 1  # written again on resume: the first occurrence wins
@@ -491,6 +492,8 @@ class FileBuilder:
         index = 0 if started_by is None else max(1, self.turns[-1].index + 1 if self.turns else 1)
         turn = Turn(index=index, prompt=prompt, started_at=ts, is_slash_command=slash, ended_at=ts,
                     started_by=started_by)
+        if not queued and self._line_uuid.__class__ is str:
+            turn.prompt_uuid = self._line_uuid
         self._dirty.append(turn)
         if prompt is not None and self.pending_backups:
             turn.backups.extend(self.pending_backups)
