@@ -22,6 +22,7 @@ included — and is kept within the budget less the safety margin for Claude's t
 """
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -112,6 +113,9 @@ class RetrieveResult:
         return {"mode": self.mode, "budget": self.budget, "used": self.used, "remaining": self.budget - self.used,
                 "capacity": self.capacity, "safety_margin": self.margin, "dry_run": dry_run, "sessions": sessions,
                 "dropped_sessions": self.dropped_sessions, "omitted": self.omitted}
+
+
+_SESSION_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def capacity_for(budget: int, margin: float) -> int:
@@ -386,7 +390,9 @@ def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budg
         st = assess(row, touched_files(catalog, sid), now=now, check_git=check_git)
         hint = None
         f = row.get("file")
-        if f and Path(f).is_file():
+        # `claude --resume` takes a session id: only for a transcript named by one (not a copy
+        # under another name, whose stem jacked used as its id)
+        if f and Path(f).stem == sid and _SESSION_ID.fullmatch(sid) and Path(f).is_file():
             hint = (f"cd {shlex.quote(row['cwd'])} && " if row.get("cwd") else "") + f"claude --resume {sid}"
         sessions.append(SessionCtx(sid, row, st, build_items(catalog, sid, mode), i, hint))
     capacity = capacity_for(budget, margin)

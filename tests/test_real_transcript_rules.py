@@ -239,3 +239,18 @@ def test_a_resumed_session_repeating_its_parent_counts_each_turn_once(tmp_path: 
     assert stats["turns"] == 2 and stats["tokens"]["input"] == 200
     kinds = [(d.content_type, d.turn_index) for d in Extractor(cat).documents(resumed)]
     assert ("user_message", 1) not in kinds and ("user_message", 2) in kinds
+
+
+def test_no_resume_hint_for_a_transcript_not_named_by_its_session_id(tmp_path: Path) -> None:
+    from jacked.history import catalog_for_path
+    from jacked.retrieve import retrieve
+
+    recs = [prompt("plan the release", 0), assistant("m1", text("ok"), 1)]
+    named = write_jsonl(tmp_path / "a" / f"{SID}.jsonl", recs)
+    cat, sid = catalog_for_path(named)[:2]
+    assert retrieve(cat, [sid], budget=4000, check_git=False).sessions[0]["resume"].endswith(
+        f"claude --resume {SID}")
+    renamed = write_jsonl(tmp_path / "b" / "release-notes.jsonl", recs)
+    cat, sid = catalog_for_path(renamed)[:2]
+    assert sid == "release-notes"
+    assert retrieve(cat, [sid], budget=4000, check_git=False).sessions[0]["resume"] is None
