@@ -304,10 +304,14 @@ class Archive:
         return False
 
     def capture_group(self, group: Any, stats: dict[Path, os.stat_result] | None = None) -> None:
-        """Every file of a discovered session (main, subagents and their .meta.json);
-        `stats` are the transcripts' stats when the caller has them."""
+        """Every file of a discovered session (main, subagents and compactions with their
+        .meta.json, workflow journals, the tool outputs moved to tool-results/); `stats` are the
+        transcripts' stats when the caller has them."""
         files = ([(group.main, "main")] if group.main is not None else []) + \
-            [(f, k) for sf in group.subagents for f, k in ((sf.path, "subagent"), (sf.meta_path, "meta")) if f]
+            [(f, k) for sf in group.subagents + group.compactions
+             for f, k in ((sf.path, "subagent"), (sf.meta_path, "meta"), (sf.journal_path, "journal")) if f] + \
+            [(p, "tool_result") for p in group.tool_results]
+        files = list(dict.fromkeys(files))  # a run's journal is named by each of its agents
         if not self._changed([f for f, _ in files], stats):
             return
         try:
@@ -371,15 +375,22 @@ class Archive:
         seen = set(report.session_ids)
         restored: list[str] = []
         todo: list[Entry] = []
+        only_here: list[str] = []
         for e in gone:
             if not e.session_id or e.session_id in seen:
                 continue
             row = scanner.catalog.get_session_row(e.session_id)
-            if row and row.get("has_main"):
+            if row and row.get("has_main") and row.get("source") != "history":
                 report.session_ids.append(e.session_id)  # still cataloged: index it with the rest
                 seen.add(e.session_id)
+                if row.get("source") != "archive":
+                    only_here.append(e.session_id)
             else:
                 todo.append(e)
+        if only_here:  # its transcript is gone: from now on only the archive has it
+            with scanner.catalog.transaction():
+                scanner.catalog.db.executemany("UPDATE sessions SET source = 'archive' WHERE session_id = ?",
+                                               [(sid,) for sid in only_here])
         if not todo:
             return []
         with tempfile.TemporaryDirectory(prefix="jacked-restore-") as tmp:
@@ -414,7 +425,7 @@ class Archive:
                     os.symlink(p.absolute(), dest / p.name)
 
     def _restore_one(self, scanner: Scanner, report: ScanReport, main: Entry, base: Path, plans: Path) -> str | None:
-        from jacked.transcript.discover import SessionFiles, SubagentFile
+        from jacked.transcript.discover import JOURNAL_NAME, SessionFiles, classify_agent_file
 
         sid = main.session_id
         assert sid is not None
@@ -430,17 +441,22 @@ class Archive:
             return dest
 
         group = SessionFiles(session_id=sid, project_dir=project, main=local(main))
-        rows = self.db.execute("SELECT * FROM entries WHERE session_id = ? AND kind IN ('subagent', 'meta') "
-                               "ORDER BY rel", (sid,)).fetchall()
+        rows = self.db.execute("SELECT * FROM entries WHERE session_id = ? AND kind IN "
+                               "('subagent', 'meta', 'journal', 'tool_result') ORDER BY rel", (sid,)).fetchall()
         subs = [Entry(**dict(r)) for r in rows]
-        metas = {e.source: e for e in subs if e.kind == "meta"}
+        metas = {e.source: e for e in subs if e.kind in ("meta", "journal")}
         for e in subs:
+            if e.kind == "tool_result":  # beside the restored transcript, where its references lead
+                group.tool_results.append(self.extract_to(e, base / e.rel))
+                continue
             if e.kind != "subagent":
                 continue
-            layout = "subagents_dir" if "/subagents/" in e.rel else "flat"
             meta_src = e.source[: -len(".jsonl")] + ".meta.json"
             meta = local(metas[meta_src]) if meta_src in metas else None
-            group.subagents.append(SubagentFile(local(e), layout, meta))
+            journal_src = str(Path(e.source).parent / JOURNAL_NAME)
+            journal = local(metas[journal_src]) if journal_src in metas else None
+            sf = classify_agent_file(local(e), meta, journal)
+            (group.compactions if sf.layout == "acompact" else group.subagents).append(sf)
         _Restorer(scanner, mapping, plans).scan_group(group, report)
         if sid not in report.session_ids:
             report.session_ids.append(sid)
@@ -456,6 +472,8 @@ def _restorer_base() -> type:
 class _Restorer(_restorer_base()):  # type: ignore[misc]
     """A scanner that reads decompressed copies but records them under their original paths,
     so the catalog looks as if the originals had been read (and the temp paths leave no trace)."""
+
+    source = "archive"  # `sessions.source`: the transcript is only in the archive
 
     def __init__(self, parent: Scanner, mapping: dict[str, str], plans_dir: Path) -> None:  # noqa: D107
         # No super().__init__: share the parent's catalog and in-memory file states.

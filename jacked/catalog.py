@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     tool_error_count INTEGER, input_tokens INTEGER, output_tokens INTEGER, lines INTEGER,
     lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL,
     content_seq INTEGER, user_name TEXT, own_title TEXT,
-    source TEXT  -- where the transcript is: transcript (on disk) | archive (only archived) | history (prompts only)
+    source TEXT,  -- where the transcript is: transcript (on disk) | archive (only archived) | history (prompts only)
+    tool_results_missing INTEGER  -- results referring to a 2.1.x tool-results/ file that is not there
 );
 CREATE INDEX IF NOT EXISTS sessions_repo ON sessions(repo_name);
 CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
@@ -82,7 +83,8 @@ CREATE TABLE IF NOT EXISTS summaries (
 CREATE TABLE IF NOT EXISTS subagents (
     session_id TEXT, ord INTEGER, agent_id TEXT, layout TEXT, file TEXT, agent_type TEXT, description TEXT,
     tool_use_id TEXT, turn_index INTEGER, prompt TEXT, summary_text TEXT, started_at TEXT, ended_at TEXT,
-    tool_call_count INTEGER, tool_error_count INTEGER, tool_usage TEXT, is_warmup INTEGER
+    tool_call_count INTEGER, tool_error_count INTEGER, tool_usage TEXT, is_warmup INTEGER,
+    role TEXT, team_name TEXT, member_name TEXT, workflow_run TEXT  -- role: subagent | teammate
 );
 CREATE INDEX IF NOT EXISTS subagents_session ON subagents(session_id);
 CREATE TABLE IF NOT EXISTS texts (
@@ -403,6 +405,18 @@ class Catalog:
             row["kind"], row["session_id"], row["ord"] = "summary_label", session_id, len(own) + i
         return own + given
 
+    def copies_of(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """Of `session_ids`, those whose every turn repeats turns of one other session (a
+        fork or a resume that added nothing yet): session id -> that session's id."""
+        found: dict[str, str] = {}
+        for i in range(0, len(session_ids), 500):
+            part = list(session_ids[i:i + 500])
+            found.update((r[0], r[1]) for r in self.db.execute(
+                "SELECT session_id, MIN(repeat_of) FROM turns WHERE session_id IN "
+                f"({','.join('?' * len(part))}) GROUP BY session_id "
+                "HAVING COUNT(*) = COUNT(repeat_of) AND MIN(repeat_of) = MAX(repeat_of)", part))
+        return found
+
     def totals(self) -> dict[str, int]:
         row = self.db.execute(
             "SELECT COUNT(*), COALESCE(SUM(turn_count),0), COALESCE(SUM(lines_skipped),0) "
@@ -437,14 +451,16 @@ class _SessionRows:
              sum(m.output_tokens for m in ms), s.lines, lines_skipped,
              sum(1 for a in s.subagents if not a.is_warmup),
              # a file of summaries or snapshots only is not a session
-             1 if s.file and (s.message_lines or s.turns) else 0, now, seq, user_name, s.title, source))
+             1 if s.file and (s.message_lines or s.turns) else 0, now, seq, user_name, s.title, source,
+             s.tool_results_missing))
         self.leaves.extend((u, sid) for u in s.leaf_uuids)
         self._add_turns(sid, s.turns)
         for i, a in enumerate(s.subagents):
             self.subagents.append(
                 (sid, i, a.agent_id, a.layout, a.file, a.agent_type, a.description, a.tool_use_id, a.turn_index,
                  a.prompt, a.summary_text, a.started_at, a.ended_at, a.tool_call_count, a.tool_error_count,
-                 orjson.dumps(a.tool_usage).decode(), int(a.is_warmup)))
+                 orjson.dumps(a.tool_usage).decode(), int(a.is_warmup), a.role, a.team_name, a.member_name,
+                 a.workflow_run))
             self._add_invocations(sid, a.agent_id or f"inline-{i}", a.turns)
         self.texts.extend((sid, t.kind, i, t.text, t.timestamp, t.turn_index, t.leaf_uuid)
                           for i, t in enumerate(s.texts))

@@ -113,6 +113,9 @@ def prompt_text(prompt: str | None, is_slash: bool) -> str:
     if not prompt:
         return ""
     if is_slash:
+        if "<command-name>" not in prompt:  # as typed (a prompt from history.jsonl): "/name args"
+            _, _, args = prompt.strip().partition(" ")
+            return prompt.strip() if args.strip() else ""
         m = _COMMAND_ARGS.search(prompt)
         args = m.group(1).strip() if m else ""
         name = re.search(r"<command-name>(.*?)</command-name>", prompt)

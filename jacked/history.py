@@ -12,7 +12,7 @@ import orjson
 
 from jacked.catalog import Catalog
 from jacked.scanner import Scanner, ScanReport
-from jacked.transcript.discover import SessionFiles, SubagentFile, is_agent_file
+from jacked.transcript.discover import SessionFiles, SubagentFile, is_agent_file, is_compaction_file, session_dir_files
 from jacked.transcript.reader import first_record
 
 
@@ -33,7 +33,10 @@ def session_summary(row: dict[str, Any]) -> dict[str, Any]:
         "version": row.get("version_first"), "tool_call_count": row.get("tool_call_count"),
         "tool_error_count": row.get("tool_error_count"), "subagent_count": row.get("subagent_count"),
         "input_tokens": row.get("input_tokens"), "output_tokens": row.get("output_tokens"),
-        "lines_skipped": row.get("lines_skipped"), "file": row.get("file"),
+        "lines_skipped": row.get("lines_skipped"), "file": row.get("file") or None,
+        # where the transcript is: transcript (on disk) | archive (only in jacked's archive) |
+        # history (deleted before jacked saw it: the prompts from history.jsonl only)
+        "source": row.get("source") or "transcript",
     })
     return out
 
@@ -100,6 +103,8 @@ def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
         "layout": a["layout"], "tool_use_id": a["tool_use_id"], "turn_index": a["turn_index"],
         "summary_text": a["summary_text"], "tool_call_count": a["tool_call_count"],
         "tool_error_count": a["tool_error_count"], "is_warmup": bool(a["is_warmup"]), "file": a["file"],
+        "role": a.get("role") or "subagent", "team_name": a.get("team_name"), "member_name": a.get("member_name"),
+        "workflow_run": a.get("workflow_run"),
     } for a in catalog.subagent_rows(session_id)]
     texts = [{"kind": x["kind"], "text": x["text"], "timestamp": x["timestamp"], "turn_index": x["turn_index"]}
              for x in catalog.text_rows(session_id)]
@@ -127,15 +132,14 @@ def session_files_for_path(path: Path) -> SessionFiles:
     path = path.resolve()
     sid = path.stem
     files = SessionFiles(session_id=sid, project_dir=path.parent.name, main=path)
-    sub_root = path.parent / sid / "subagents"
-    if sub_root.is_dir():
-        for f in sorted(sub_root.rglob("agent-*.jsonl")):
-            meta = f.with_suffix(".meta.json")
-            files.subagents.append(SubagentFile(f, "subagents_dir", meta if meta.exists() else None))
+    files.subagents, files.compactions, files.tool_results = session_dir_files(path.parent / sid)
     for f in sorted(path.parent.glob("agent-*.jsonl")):
         rec = first_record(f)
         if rec and rec.get("sessionId") == sid and f != path:
-            files.subagents.append(SubagentFile(f, "flat"))
+            if is_compaction_file(f):
+                files.compactions.append(SubagentFile(f, "acompact"))
+            else:
+                files.subagents.append(SubagentFile(f, "flat"))
     if is_agent_file(path):
         files.main = None
         files.subagents.append(SubagentFile(path, "flat"))

@@ -50,6 +50,7 @@ class IndexReport:
             "points_deleted": self.points_deleted, "texts_embedded": self.texts_embedded,
             "lines_skipped": self.lines_skipped, "errors": self.errors, "seconds": round(self.seconds, 3),
             "sessions_scanned": self.scan.sessions_scanned if self.scan else 0,
+            "tool_results_missing": self.scan.tool_results_missing if self.scan else 0,
         }
 
 

@@ -136,6 +136,12 @@ def _one_line(text: str | None, limit: int = TOOL_LINE_CHARS) -> str:
 
 def _subagent_title(a: dict[str, Any]) -> str:
     who = a.get("agent_type") or "subagent"
+    if a.get("role") == "teammate":  # "teammate alice@test-coverage (general-purpose)"
+        member = "@".join(x for x in (a.get("member_name"), a.get("team_name")) if x)
+        kind = a.get("agent_type") if a.get("agent_type") not in (None, "teammate") else ""
+        who = "teammate" + (f" {member}" if member else "") + (f" ({kind})" if kind else "")
+    elif a.get("workflow_run"):
+        who += f" [workflow {a['workflow_run']}]"
     desc = f": {_one_line(a.get('description'), 100)}" if a.get("description") else ""
     where = f" (turn {a['turn_index']})" if a.get("turn_index") is not None else ""
     return f"### {who}{desc}{where}"
@@ -281,6 +287,9 @@ def _session_header(s: SessionCtx, n_sessions: int, tokens: int, now: datetime) 
              f"Repo: {row.get('repo_name') or '-'} ({row.get('cwd') or '?'}) · branch {row.get('git_branch') or '-'}"
              f" · {row.get('turn_count') or 0} turns · ended {relative_age(ended, now)}"
              f" ({(ended or '?')[:16].replace('T', ' ')})"]
+    if row.get("source") == "history":
+        lines.append("Prompt-only: Claude Code deleted the transcript before jacked saw it; only the user's "
+                     "prompts (from history.jsonl) are known, not what was done.")
     if s.staleness.message:
         lines.append(s.staleness.message)
     if s.staleness.files_message:

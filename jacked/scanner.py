@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jacked.catalog import Catalog, FileState, dump_state, load_state
-from jacked.transcript.assemble import assemble, read_meta
+from jacked.transcript.assemble import assemble, subagent_meta
 from jacked.transcript.discover import SessionFiles, discover
 from jacked.transcript.model import Session
 from jacked.transcript.reader import MAX_LINE_BYTES, ReadResult, iter_records
@@ -47,10 +47,12 @@ class ScanReport:
     lines_malformed: int = 0
     lines_unknown: int = 0
     lines_duplicate: int = 0
+    tool_results_missing: int = 0  # results referring to a tool-results/ file that is not there
     errors: list[str] = field(default_factory=list)
     changed_session_ids: list[str] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # every session seen, changed or not
     seconds: float = 0.0
+    history: dict[str, int] = field(default_factory=dict)  # history.jsonl: see jacked.prompt_history
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,9 +60,10 @@ class ScanReport:
             "sessions_unchanged": self.sessions_unchanged, "turns": self.turns,
             "lines_read": self.lines_read, "lines_skipped": self.lines_skipped,
             "lines_malformed": self.lines_malformed, "lines_unknown": self.lines_unknown,
-            "lines_duplicate": self.lines_duplicate, "files_opened": self.files_opened,
+            "lines_duplicate": self.lines_duplicate, "tool_results_missing": self.tool_results_missing,
+            "files_opened": self.files_opened,
             "files_resumed": self.files_resumed, "bytes_read": self.bytes_read, "errors": self.errors,
-            "seconds": round(self.seconds, 3),
+            "seconds": round(self.seconds, 3), "history": self.history,
         }
 
 
@@ -87,6 +90,8 @@ def _may_resume(builder: FileBuilder) -> bool:
 
 class Scanner:
     """Brings the catalog up to date with a Claude directory."""
+
+    source = "transcript"  # `sessions.source` of what it writes (the archive's restorer: "archive")
 
     def __init__(self, catalog: Catalog, claude_dir: Path, user_name: str | None = None,
                  archive: Any = True) -> None:
@@ -136,6 +141,12 @@ class Scanner:
         if self.archive is not None and only is None:
             # Sessions whose transcript Claude Code deleted stay in the scan, read from the archive if need be.
             self.archive.restore_missing(self, report, {str(g.main.absolute()) for g in groups if g.main})
+        if only is None:
+            # Sessions Claude Code deleted before the archive saw them: their prompts, from history.jsonl.
+            from jacked.prompt_history import recover_from_history, settle_archived
+
+            settle_archived(self.catalog, {g.session_id for g in groups if g.main})
+            report.history = recover_from_history(self, report).to_json()
         totals = self.catalog.totals()
         report.sessions = totals["sessions"]
         report.seconds = time.perf_counter() - t0
@@ -269,12 +280,13 @@ class Scanner:
             if st:
                 states.append(st)
         subs = []
-        for sf in group.subagents:
+        for sf in group.subagents + group.compactions:
             b, st = self._read_file(sf.path, stats[sf.path], "subagent", sf.layout, group, report)
             if st:
                 states.append(st)
-            subs.append((b, sf.layout, read_meta(sf.meta_path)))
-        session = assemble(group.session_id, group.project_dir, main_builder, subs, self.plans_dir)
+            subs.append((b, sf.layout, subagent_meta(sf)))
+        session = assemble(group.session_id, group.project_dir, main_builder, subs, self.plans_dir,
+                           session_dir=group.session_dir)
         skipped = (main_state.malformed + main_state.pending_malformed) if main_state else 0
         skipped += session.lines_unknown
         session.lines_malformed = skipped - session.lines_unknown
@@ -296,7 +308,7 @@ class Scanner:
             entries.append((session, skipped, seen or session.session_id in in_catalog))
             states += file_states
         self.catalog.save_file_states(states)
-        self.catalog.replace_sessions(entries, self.user_name)
+        self.catalog.replace_sessions(entries, self.user_name, source=self.source)
         for st in states:
             st.state = None  # keep the in-memory index light
             self.known[st.path] = st
@@ -308,16 +320,19 @@ class Scanner:
             report.lines_malformed += session.lines_malformed
             report.lines_unknown += session.lines_unknown
             report.lines_duplicate += session.lines_duplicate
+            report.tool_results_missing += session.tool_results_missing
 
     def _count_unchanged(self, session_ids: list[str], report: ScanReport) -> None:
         """Add the cataloged turns and skipped lines of sessions that were not re-read."""
         for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
             part = session_ids[i:i + 500]
             row = self.catalog.db.execute(
-                "SELECT COALESCE(SUM(turn_count), 0), COALESCE(SUM(lines_skipped), 0) FROM sessions "
+                "SELECT COALESCE(SUM(turn_count), 0), COALESCE(SUM(lines_skipped), 0), "
+                "COALESCE(SUM(tool_results_missing), 0) FROM sessions "
                 f"WHERE session_id IN ({','.join('?' * len(part))})", part).fetchone()
             report.turns += row[0]
             report.lines_skipped += row[1]
+            report.tool_results_missing += row[2]
 
     def _read_file(self, path: Path, st: os.stat_result, kind: str, layout: str | None,
                    group: SessionFiles, report: ScanReport) -> tuple[FileBuilder, FileState | None]:
@@ -383,7 +398,7 @@ def _collector_paused() -> Iterator[None]:
 
 def _merge(report: ScanReport, part: ScanReport) -> None:
     for name in ("sessions_scanned", "files_opened", "files_resumed", "bytes_read", "turns", "lines_read",
-                 "lines_skipped", "lines_malformed", "lines_unknown", "lines_duplicate"):
+                 "lines_skipped", "lines_malformed", "lines_unknown", "lines_duplicate", "tool_results_missing"):
         setattr(report, name, getattr(report, name) + getattr(part, name))
     report.errors.extend(part.errors)
 

@@ -168,14 +168,17 @@ class Searcher:
                             for m in s["matches"][:MATCHES_SHOWN]],
             })
         ranked.sort(key=lambda r: (-r["score"], r["session_id"]))
+        # A fork or resume that only repeats another session's turns is that session again.
+        copies = self.catalog.copies_of([r["session_id"] for r in ranked]) if self.catalog is not None else {}
         results, seen_dup = [], {}
         for r in ranked:
-            dup = r.pop("_dup")
-            if dup and dup in seen_dup:
-                seen_dup[dup].setdefault("also", []).append(r["session_id"])
+            keys = [k for k in (r.pop("_dup"), "session:" + copies.get(r["session_id"], r["session_id"])) if k]
+            first = next((seen_dup[k] for k in keys if k in seen_dup), None)
+            if first is not None:
+                first.setdefault("also", []).append(r["session_id"])
                 continue
-            if dup:
-                seen_dup[dup] = r
+            for k in keys:
+                seen_dup[k] = r
             results.append(r)
             if len(results) >= opts.limit:
                 break
@@ -185,12 +188,16 @@ class Searcher:
     def _fill_titles(self, results: list[dict[str, Any]]) -> None:
         """Title or first prompt from the local catalog, when it knows the session."""
         if self.catalog is None:
+            for r in results:
+                r["source"] = None
             return
         for r in results:
             row = self.catalog.get_session_row(r["session_id"])
             if row:
                 r["title"] = row.get("title") or r.get("title")
                 r["first_prompt"] = _snippet(row.get("first_prompt"), 200)
+            # transcript | archive (only archived) | history (prompts only); None: not in this catalog
+            r["source"] = (row.get("source") or "transcript") if row else None
 
 
 def _snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:

@@ -31,7 +31,7 @@ def test_scan_json_reports_sessions_turns_and_skipped(home: Path) -> None:
     p = run(["scan", "--json"], home)
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout)
-    assert report["sessions"] == 46 and report["turns"] == 99
+    assert report["sessions"] == 27 and report["turns"] == 99
     assert "lines_skipped" in report and report["errors"] == []
     again = json.loads(run(["scan", "--json"], home).stdout)
     assert again["files_opened"] == 0 and again["sessions_unchanged"] == again["sessions_scanned"] + again["sessions_unchanged"]

@@ -254,3 +254,11 @@ def test_no_resume_hint_for_a_transcript_not_named_by_its_session_id(tmp_path: P
     cat, sid = catalog_for_path(renamed)[:2]
     assert sid == "release-notes"
     assert retrieve(cat, [sid], budget=4000, check_git=False).sessions[0]["resume"] is None
+
+
+def test_a_user_line_from_a_task_origin_is_a_notification(tmp_path: Path) -> None:
+    recs = [prompt("watch the PR", 0), assistant("m1", text("watching"), 1),
+            prompt("List files", 2, origin={"kind": "task-notification"}), assistant("m2", text("a b"), 3)]
+    data = session_of(tmp_path, recs)
+    assert [(t["prompt"], t["started_by"]) for t in data["turns"]] == [
+        ("watch the PR", "prompt"), (None, "notification")]

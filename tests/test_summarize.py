@@ -175,7 +175,8 @@ def test_scope_turns_finds_a_turn_from_a_paraphrase(indexed: Any) -> None:
 def test_scope_sessions_uses_session_summaries(indexed: Any) -> None:
     res = search_many(indexed, ["github actions workflow running tests and lint with act"],
                       SearchOptions(scope="sessions", limit=3))[0]["results"]
-    assert res[0]["session_id"].startswith("fe869ecb")
+    # (fe869ecb's labels once matched here; their leaves are in no known session, so they are dropped)
+    assert res and any(m["content_type"] == "session_summary" for m in res[0]["matches"])
     types = {m["content_type"] for r in res for m in r["matches"]}
     assert "session_summary" in types and not types & {"user_message", "chunk", "turn_summary"}
     with pytest.raises(SearchError):

@@ -97,20 +97,20 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> It
 # --------------------------------------------------------------------------- health, repos, list
 def test_health_reports_totals_and_no_index(fx: dict[str, Any]) -> None:
     d = fx["client"].ok("/api/health")
-    assert d["ok"] and d["sessions"] == 46 and d["turns"] == 99 and d["index"] is False
+    assert d["ok"] and d["sessions"] == 27 and d["turns"] == 99 and d["index"] is False
     assert "smart" in d["retrieve_modes"] and "plan" in d["content_types"]
 
 
 def test_repos_count_sessions(fx: dict[str, Any]) -> None:
     repos = {r["repo_name"]: r["sessions"] for r in fx["client"].ok("/api/repos")["repos"]}
     assert repos["claude-code-log"] == 12 and repos["worktrees"] >= 1
-    assert sum(repos.values()) <= 46
+    assert sum(repos.values()) <= 27
 
 
 def test_sessions_list_rows_and_paging(fx: dict[str, Any]) -> None:
     c = fx["client"]
     first = c.ok("/api/sessions?limit=10")
-    assert first["total"] == 46 and len(first["sessions"]) == 10 and first["search"] is None
+    assert first["total"] == 27 and len(first["sessions"]) == 10 and first["search"] is None
     row = first["sessions"][0]
     for key in ("session_id", "repo_name", "cwd", "started_at", "ended_at", "turn_count", "title", "first_prompt",
                 "age", "tool_call_count", "tool_error_count"):
@@ -263,7 +263,7 @@ def test_post_needs_json_and_get_routes_refuse_post(fx: dict[str, Any]) -> None:
 
 def test_scan_endpoint_is_incremental(fx: dict[str, Any]) -> None:
     d = fx["client"].ok("/api/scan", {})
-    assert d["sessions"] == 46 and d["files_opened"] == 0
+    assert d["sessions"] == 27 and d["files_opened"] == 0
 
 
 # --------------------------------------------------------------------------- static files and safety
@@ -382,7 +382,7 @@ def test_jacked_ui_command_serves_and_prints_its_url(tmp_path: Path, host: str) 
             assert "token" not in url
             health_url = url + "api/health"
         with urllib.request.urlopen(health_url, timeout=30) as res:
-            assert json.loads(res.read())["sessions"] == 46
+            assert json.loads(res.read())["sessions"] == 27
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -18,7 +18,7 @@ def _catalog_and_scan(s: Settings, scan: bool = True, quiet: bool = True):  # ty
 
     catalog = Catalog(s.catalog_path)
     if scan:
-        if not s.projects_dir.is_dir():
+        if not s.projects_dir.is_dir() and not (s.claude_dir / "history.jsonl").is_file():
             if not quiet:
                 warn(f"jacked: no projects folder in {s.claude_dir} (set --claude-dir or CLAUDE_CONFIG_DIR)")
         else:
@@ -63,6 +63,14 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
     typer.echo(f"{report.sessions} sessions ({report.sessions_scanned} read, {report.sessions_unchanged} unchanged), "
                f"{report.turns} turns, {report.lines_read} lines read, {report.lines_skipped} skipped, "
                f"{report.bytes_read / 1e6:.1f} MB in {report.seconds:.2f}s")
+    if report.tool_results_missing:
+        warn(f"jacked: {report.tool_results_missing} tool result(s) refer to a tool-results/ file that is gone "
+             "(their preview is kept)")
+    h = report.history
+    if h.get("sessions"):
+        typer.echo(f"  of them {h['sessions']} prompt-only (transcript deleted; prompts from history.jsonl): "
+                   f"{h['sessions_built']} built now, {h['lines_read']} history lines read, "
+                   f"{h['lines_malformed'] + h['lines_without_session']} skipped")
     for err in report.errors:
         warn(f"skipped: {err}")
 
@@ -83,8 +91,17 @@ def sessions_cmd(
         return
     for r in rows:
         label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
+        mark = SOURCE_MARKS.get(r.get("source") or "", "")
         typer.echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {str(r['repo_name'] or '-')[:22]:22} "
-                   f"{r['turn_count']:>3} turns  {label[:70]}")
+                   f"{r['turn_count']:>3} turns  {mark + ' ' if mark else ''}{label[:70]}")
+
+
+# How a session whose transcript is gone is marked in text output (`sessions`, `search`).
+SOURCE_MARKS = {"archive": "[archived]", "history": "[prompts only]"}
+SOURCE_NOTES = {
+    "archive": "transcript deleted by Claude Code: read from jacked's archive",
+    "history": "prompt-only: the transcript was deleted before jacked saw it; prompts from history.jsonl",
+}
 
 
 def turns_cmd(
@@ -169,6 +186,9 @@ def render_header(row: dict[str, Any], data: dict[str, Any]) -> str:
              f"[dim]{row.get('session_id')} · {row.get('repo_name') or '-'} ({row.get('cwd') or '?'}) · "
              f"branch {row.get('git_branch') or '-'} · {row.get('started_at') or '?'} → {row.get('ended_at') or '?'} · "
              f"v{row.get('version_first') or '?'} · {row.get('turn_count')} turns[/dim]"]
+    note = SOURCE_NOTES.get(row.get("source") or "")
+    if note:
+        lines.append(f"[yellow]{escape(note)}[/yellow]")
     if data.get("plan"):
         lines.append(f"[magenta]plan ({data.get('plan_source')}):[/magenta] {escape(_one_line(data['plan'])[:160])}")
     for x in data.get("texts", []):

@@ -74,6 +74,10 @@ def status_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."
         return
     typer.echo(f"backend {data['backend']} · model {data['embedding_model']} · {data['points']} points · "
                f"{data['sessions']} sessions ({data['sessions_indexed']} indexed)")
+    by_source = data.get("sessions_by_source") or {}
+    typer.echo(f"  sessions: {by_source.get('transcript', 0)} full, {by_source.get('archive', 0)} archived-only "
+               f"(transcript deleted, kept in the archive), {by_source.get('history', 0)} prompt-only "
+               f"(from history.jsonl)")
     for k, v in data["points_by_type"].items():
         typer.echo(f"  {k:20s} {v}")
     for k, v in data["points_by_user"].items():

@@ -187,6 +187,11 @@ class Subagent:
     tool_usage: dict[str, int] = field(default_factory=dict)
     is_warmup: bool = False
     turns: list[Turn] = field(default_factory=list)
+    # "subagent", or "teammate" (a member of an agent team: `team_name`, `member_name`)
+    role: str = "subagent"
+    team_name: str | None = None
+    member_name: str | None = None  # the name it was spawned with (`input.name`, `agentName`)
+    workflow_run: str | None = None  # layout "workflow": the run (`subagents/workflows/<run>/`)
 
 
 @dataclass(slots=True)
@@ -218,6 +223,8 @@ class Session:
     message_lines: int = 0  # user and assistant lines: a file with none is not a session
     # uuids a `summary` line elsewhere may name as its `leafUuid` (the last line of each turn)
     leaf_uuids: list[str] = field(default_factory=list)
+    # `<persisted-output>` results (2.1.x tool-results/) whose file was not found
+    tool_results_missing: int = 0
 
     @property
     def title(self) -> str | None:

@@ -253,7 +253,7 @@ def queue_key(text: str, slash: bool = False) -> str:
     return " ".join(text.split())
 
 
-def _prompt_hash(text: str) -> str:
+def prompt_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
@@ -559,12 +559,15 @@ class FileBuilder:
                 if len(results) < len(content):
                     self._note_interrupted(content)
                 return
+        origin = rec.get("origin")
+        # 2.1.x also marks who wrote a user line: `origin.kind` "task-notification" is no person
+        from_task = origin.__class__ is dict and origin.get("kind") == "task-notification"
         starts, prompt, slash = is_human_prompt(rec, content)
         ts = ts if isinstance(ts, str) else None
-        if starts:
+        if starts and not from_task:
             self._start_turn(prompt, ts, slash)
             return
-        if not rec.get("isMeta") and is_notification(content):
+        if not rec.get("isMeta") and (from_task or is_notification(content)):
             text = _text_of(content)
             turn = self._start_turn(None, ts, False, started_by="notification", key=queue_key(text))
             turn.events.append(TurnEvent("notification", ts, {"summary": _notification_summary(text)}))
@@ -599,6 +602,8 @@ class FileBuilder:
                 inv.agent_id = tur["agentId"]
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentType"), str) and not inv.subagent_type:
                 inv.subagent_type = tur["agentType"]
+            if inv.tool_name == "Workflow" and isinstance(tur.get("runId"), str):
+                inv.agent_id = tur["runId"]  # the run it started: assembly attaches the run's agents
             if not inv.is_error and (inv.tool_name in EDIT_TOOLS or inv.tool_name in WRITE_TOOLS):
                 _file_change(inv, tur)
                 if tur.get("type") == "create":
@@ -684,7 +689,7 @@ class FileBuilder:
             if isinstance(inp.get("subagent_type"), str):
                 inv.subagent_type = inp["subagent_type"]
             if isinstance(inp.get("prompt"), str):
-                inv.prompt_key = _prompt_hash(inp["prompt"])
+                inv.prompt_key = prompt_hash(inp["prompt"])
         if name == "ExitPlanMode" and isinstance(inp.get("plan"), str) and inp["plan"].strip():
             self.exit_plan = inp["plan"][:MAX_TEXT_CHARS]
             self._dirty.append(self)
@@ -724,7 +729,7 @@ class FileBuilder:
             sub_builder = FileBuilder(self.rel_path, is_subagent_file=True)
             # Parallel sidechains are written in completion order: the call is the one whose
             # prompt this sidechain starts with; position is only the fallback.
-            task = (self._agent_call_with_prompt(_prompt_hash(root_prompt)) if root_prompt is not None else None) \
+            task = (self._agent_call_with_prompt(prompt_hash(root_prompt)) if root_prompt is not None else None) \
                 or self._unlinked_agent_call()
             # type and description are filled in when linking, from the (redacted) call
             sub = Subagent(agent_id=None, layout="inline", file=self.rel_path,

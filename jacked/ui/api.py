@@ -36,7 +36,7 @@ MAX_SESSIONS_IN_RETRIEVE = 50
 # The columns `history.session_summary` reads: the list never loads plans or other big texts.
 _LIST_COLUMNS = ("session_id, repo_name, cwd, started_at, ended_at, turn_count, title, first_prompt, git_branch, "
                  "slug, version_first, tool_call_count, tool_error_count, subagent_count, input_tokens, "
-                 "output_tokens, lines_skipped, file")
+                 "output_tokens, lines_skipped, file, source")
 FIRST_PROMPT_CHARS = 300
 
 

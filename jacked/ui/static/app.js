@@ -171,13 +171,23 @@ function sessionRow(r) {
   const cb = h("input", { type: "checkbox", checked: inBasket(r.session_id), title: "add to the retrieve composer",
     onchange: () => { cb.checked = toggleBasket(r); } });
   const label = r.title || oneLine(r.first_prompt, 140) || "(no prompt)";
-  const cell = h("td", {}, h("a", { class: "label", href: `#/session/${r.session_id}`, text: label }),
+  const cell = h("td", {}, h("a", { class: "label", href: `#/session/${r.session_id}`, text: label }), sourceBadge(r.source),
     h("div", { class: "small muted" }, r.session_id.slice(0, 8), r.git_branch ? ` · ${r.git_branch}` : ""));
   for (const m of r.matches || []) cell.append(h("div", { class: "match" }, h("span", { class: "ctype", text: m.content_type }), oneLine(m.text, 200)));
   return h("tr", { dataset: { sessionId: r.session_id } }, h("td", {}, cb), cell, h("td", { text: r.repo_name || "–" }),
     h("td", { class: "small", title: r.started_at || "", text: r.age || "" }), h("td", { class: "num", text: fmt(r.turn_count) }),
     h("td", { class: "num", text: fmt(r.tool_call_count) }),
     h("td", { class: "num" + (r.tool_error_count ? " errcount" : ""), text: fmt(r.tool_error_count) }));
+}
+
+// Sessions whose transcript is gone: "archived" (jacked's archive has it), "prompts only" (history.jsonl).
+const SOURCE_BADGES = {
+  archive: ["archived", "Claude Code deleted the transcript: read from jacked's archive"],
+  history: ["prompts only", "the transcript was deleted before jacked saw it: only the prompts, from history.jsonl"],
+};
+function sourceBadge(source) {
+  const b = SOURCE_BADGES[source];
+  return b ? h("span", { class: `badge src-${source}`, title: b[1], text: b[0] }) : null;
 }
 
 /* ------------------------------------------------------------------ session page */
@@ -207,7 +217,8 @@ async function viewSession(id) {
   setAdd();
   const batches = d.turns.reduce((n, t) => n + Object.values(groupBySeq(t.invocations)).filter((g) => g.length > 1).length, 0);
   const head = h("div", { class: "panel" },
-    h("h1", { text: ss.title || oneLine(ss.first_prompt, 120) || "(untitled session)" }),
+    h("h1", { text: ss.title || oneLine(ss.first_prompt, 120) || "(untitled session)" }, " ", sourceBadge(ss.source)),
+    SOURCE_BADGES[ss.source] ? h("div", { class: "notice", text: SOURCE_BADGES[ss.source][1] }) : null,
     h("div", { class: "meta" },
       h("span", { text: ss.session_id }), h("span", { text: `repo ${ss.repo_name || "–"}` }),
       ss.cwd ? h("span", { text: ss.cwd }) : null, ss.git_branch ? h("span", { text: `branch ${ss.git_branch}` }) : null,
