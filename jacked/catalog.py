@@ -450,8 +450,9 @@ class _SessionRows:
              sum(m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens for m in ms),
              sum(m.output_tokens for m in ms), s.lines, lines_skipped,
              sum(1 for a in s.subagents if not a.is_warmup),
-             # a file of summaries or snapshots only is not a session
-             1 if s.file and (s.message_lines or s.turns) else 0, now, seq, user_name, s.title, source,
+             # listed: a file with messages (one of summaries or snapshots only is not a session),
+             # or turns without a file (prompt-only sessions, from history.jsonl)
+             1 if (s.file and s.message_lines) or s.turns else 0, now, seq, user_name, s.title, source,
              s.tool_results_missing))
         self.leaves.extend((u, sid) for u in s.leaf_uuids)
         self._add_turns(sid, s.turns)

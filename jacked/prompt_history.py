@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from jacked.catalog import FileState, dump_state, load_state
 from jacked.redact import redact_many
 from jacked.textclean import strip_ansi
+from jacked.timeutil import parse_ts
 from jacked.transcript.discover import repo_name_of
 from jacked.transcript.model import Session, Turn
 from jacked.transcript.reader import ReadResult, iter_records
@@ -73,16 +75,11 @@ def epoch_ms_to_iso(value: Any) -> str | None:
         return None
     if isinstance(value, (int, float)):
         try:
-            ms = int(value)
-            secs, milli = divmod(ms, 1000)
-            import time
-
+            secs, milli = divmod(int(value), 1000)
             return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{milli:03d}Z"
         except (OverflowError, ValueError, OSError):
             return None
     if isinstance(value, str):
-        from jacked.timeutil import parse_ts
-
         return value if parse_ts(value) is not None else None
     return None
 
@@ -167,12 +164,6 @@ def _recover(scanner: Scanner, report: ScanReport, out: HistoryReport) -> None:
         if sessions:
             catalog.replace_sessions([(s, 0, known_row) for s, known_row in sessions], scanner.user_name,
                                      source="history")
-            ids = [s.session_id for s, _ in sessions]
-            for i in range(0, len(ids), 500):
-                part = ids[i:i + 500]
-                # no transcript file, yet a session to list, count, search and retrieve
-                marks = ",".join("?" * len(part))
-                catalog.db.execute(f"UPDATE sessions SET has_main = 1 WHERE session_id IN ({marks})", part)
         catalog.save_file_states([state])
     state.state = None
     scanner.known[rel] = state

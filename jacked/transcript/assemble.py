@@ -31,7 +31,7 @@ from jacked.redact import redact
 from jacked.timeutil import parse_ts
 from jacked.transcript.discover import SubagentFile, repo_name_of
 from jacked.transcript.model import AGENT_TOOLS, Session, Subagent, TextUnit, Turn
-from jacked.transcript.reader import ReadResult, first_record, iter_records
+from jacked.transcript.reader import ReadResult, iter_records
 from jacked.transcript.tool_results import resolve_session
 from jacked.transcript.turns import MAX_TEXT_CHARS, FileBuilder, prompt_hash, fill_subagent_counts
 
@@ -52,9 +52,9 @@ def read_meta(path: Path | None) -> dict[str, Any]:
 
 
 def subagent_meta(sf: SubagentFile) -> dict[str, Any]:
-    """A subagent file's `.meta.json`, plus (under `EXTRA`) what else tells who it is: the
-    team and member names its records carry (`teamName`, `agentName`: teammates), a workflow
-    agent's run and the run journal's `result` for it."""
+    """A subagent file's `.meta.json`, plus (under `EXTRA`) a workflow agent's run and the run
+    journal's `result` for it. (A teammate's team and name are in its records: the builder
+    keeps them.)"""
     meta = read_meta(sf.meta_path)
     extra: dict[str, Any] = {}
     if sf.layout == "workflow":
@@ -64,12 +64,6 @@ def subagent_meta(sf: SubagentFile) -> dict[str, Any]:
             results = journal_results(sf.journal_path)
             if aid in results:
                 extra["journal_result"] = results[aid]
-    elif sf.layout == "subagents_dir":  # (teams came with 2.1.x)
-        rec = first_record(sf.path, max_lines=5) or {}
-        for key, name in (("teamName", "team_name"), ("agentName", "member_name")):
-            value = rec.get(key)
-            if isinstance(value, str) and value.strip():
-                extra[name] = value.strip()
     if extra:
         meta[EXTRA] = extra
     return meta
@@ -128,7 +122,7 @@ def assemble(session_id: str, project_dir: str, main: FileBuilder | None,
         sub = builder.subagent_record(layout, meta)
         if sub.agent_id is None:
             sub.agent_id = agent_id_from_path(builder.rel_path)
-        _identify(sub, meta)
+        _identify(sub, meta, builder.team_name, builder.member_name)
         subs.append(sub)
     if main is not None:
         main.finalize()
@@ -235,41 +229,18 @@ def _tie(sub: Subagent, turn: Turn, inv: Any) -> None:
     inv.agent_id = inv.agent_id or sub.agent_id
     sub.agent_type = sub.agent_type or inv.subagent_type
     sub.description = sub.description or inv.description
-    team, name = _call_team(inv.input_brief)
-    if name and not sub.member_name:
-        sub.member_name = name
-    if team:
+    if inv.member_name and not sub.member_name:
+        sub.member_name = inv.member_name
+    if inv.team_name:
         sub.role = "teammate"
-        sub.team_name = sub.team_name or team
-
-
-_BRIEF_FIELD = {k: re.compile(r'"%s":"((?:[^"\\]|\\.){1,200})"' % k) for k in ("team_name", "name")}
-
-
-def _call_team(input_brief: str | None) -> tuple[str | None, str | None]:
-    """(team_name, name) of a Task/Agent call's arguments (its brief: compact JSON, perhaps
-    shortened, so the fields are also looked for one by one)."""
-    if not input_brief:
-        return None, None
-    try:
-        data = orjson.loads(input_brief)
-    except orjson.JSONDecodeError:
-        data = None
-    out: list[str | None] = []
-    for key in ("team_name", "name"):
-        value = data.get(key) if isinstance(data, dict) else None
-        if value is None and not isinstance(data, dict):
-            m = _BRIEF_FIELD[key].search(input_brief)
-            value = orjson.loads(f'"{m.group(1)}"') if m else None
-        out.append(value.strip() if isinstance(value, str) and value.strip() else None)
-    return out[0], out[1]
+        sub.team_name = sub.team_name or inv.team_name
 
 
 _TEAMMATE_BLOCK = re.compile(r"<teammate-message\b([^>]*)>(.*?)</teammate-message>", re.S)
 _TEAMMATE_ID = re.compile(r'teammate_id\s*=\s*"([^"]*)"')
 
 
-def _identify(sub: Subagent, meta: dict[str, Any]) -> None:
+def _identify(sub: Subagent, meta: dict[str, Any], team_name: str | None, member_name: str | None) -> None:
     """Who a subagent file is: a workflow run's agent (with its journal report), or a
     teammate (its records or meta name a team, or the team lead's message is its prompt)."""
     extra = meta.get(EXTRA) if isinstance(meta.get(EXTRA), dict) else {}
@@ -282,8 +253,8 @@ def _identify(sub: Subagent, meta: dict[str, Any]) -> None:
                 if report:
                     sub.summary_text = report
         return
-    team = extra.get("team_name") or _str(meta.get("teamName"))
-    name = extra.get("member_name") or _str(meta.get("agentName")) or _str(meta.get("name"))
+    team = team_name or _str(meta.get("teamName"))
+    name = member_name or _str(meta.get("agentName")) or _str(meta.get("name"))
     prompt = sub.prompt or ""
     if prompt.lstrip().startswith("<teammate-message"):
         for m in _TEAMMATE_BLOCK.finditer(prompt):

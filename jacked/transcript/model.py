@@ -39,6 +39,8 @@ class Invocation:
     file_created: bool = False
     agent_id: str | None = None  # the subagent a Task/Agent call started
     prompt_key: str | None = None  # Task/Agent calls: hash of `input.prompt`, to find an inline sidechain
+    team_name: str | None = None  # Task/Agent calls spawning a teammate: `input.team_name`
+    member_name: str | None = None  # ... and `input.name`
     parallel_group: int = 0  # set when the turn is finalised
     # File changes (Edit/MultiEdit/Write): a bounded, redacted unified diff from the result's
     # `structuredPatch` (a created file: its lines as additions) and content hashes of the

@@ -29,17 +29,15 @@ from pathlib import Path
 
 from jacked.redact import redact
 from jacked.textclean import strip_ansi
-from jacked.transcript.model import READ_TOOLS, Invocation, Session, Turn
+from jacked.transcript.model import Session, Turn
+from jacked.transcript.turns import BRIEF_OK_RESULT_CHARS, brief_limit
 
 __all__ = ["REFERENCE_TAG", "looks_like_reference", "reference_name", "resolve_reference", "resolve_brief",
-           "resolve_session", "brief_limit"]
+           "resolve_session"]
 
 REFERENCE_TAG = "<persisted-output>"
 TOOL_RESULTS_DIR = "tool-results"
-# The brief sizes of `jacked.transcript.turns` (an error's text is kept longest: it is searched for).
-ERROR_CHARS = 2000
-OK_CHARS = 1000
-READ_CHARS = 300
+OK_CHARS = BRIEF_OK_RESULT_CHARS
 MAX_BYTES_PER_CHAR = 4  # UTF-8: reading limit * 4 bytes always yields `limit` characters when there are that many
 
 _SAVED_TO = re.compile(r"(?:saved to|Saved to|written to)\s*:\s*([^\n<]+)")
@@ -114,13 +112,6 @@ def resolve_brief(text: str, session_dir: Path | str, tool_use_id: str | None = 
     return redact(strip_ansi(head))
 
 
-def brief_limit(inv: Invocation) -> int:
-    """How much of a result a brief keeps (as `jacked.transcript.turns` does)."""
-    if inv.is_error:
-        return ERROR_CHARS
-    return READ_CHARS if inv.tool_name in READ_TOOLS else OK_CHARS
-
-
 def _turns_of(session: Session) -> list[list[Turn]]:
     return [session.turns] + [sub.turns for sub in session.subagents]
 
@@ -139,7 +130,8 @@ def resolve_session(session: Session, session_dir: Path | str | None) -> tuple[i
                 if id(inv) in seen or not looks_like_reference(inv.result_brief):
                     continue
                 seen.add(id(inv))
-                head = resolve_brief(inv.result_brief, session_dir, inv.tool_use_id or None, brief_limit(inv))
+                limit = brief_limit(inv.tool_name, inv.is_error)
+                head = resolve_brief(inv.result_brief, session_dir, inv.tool_use_id or None, limit)
                 if head is None:
                     missing += 1
                 else:

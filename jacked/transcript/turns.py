@@ -129,6 +129,13 @@ def _brief_input(inp: Any) -> str:
     return _short(text, BRIEF_INPUT_CHARS)
 
 
+def brief_limit(tool_name: str, is_error: bool) -> int:
+    """How many characters of a tool result its brief keeps."""
+    if is_error:
+        return BRIEF_RESULT_CHARS
+    return BRIEF_READ_RESULT_CHARS if tool_name in READ_TOOLS else BRIEF_OK_RESULT_CHARS
+
+
 def _patch_counts(patch: Any) -> tuple[int, int]:
     """(lines added, lines removed) of `structuredPatch` hunks."""
     added = removed = 0
@@ -288,6 +295,8 @@ class FileBuilder:
         self.leaf_uuids: list[str] = []  # the last uuid of each finished turn
         self._end_before_line: str | None = None  # the running turn's end before this line
         self._line_uuid: Any = None  # the current line's uuid
+        self.team_name: str | None = None  # a teammate's file: its team and member name
+        self.member_name: str | None = None
         # file-history backups seen before the prompt they belong to (snapshots precede it),
         # and the (path, version) pairs already recorded: snapshots repeat every entry each turn
         self.pending_backups: list[FileBackup] = []
@@ -454,6 +463,13 @@ class FileBuilder:
                 cwd = get("cwd")
                 if isinstance(cwd, str) and cwd:
                     self.cwd = cwd
+            if self.is_subagent_file and self.team_name is None:
+                team = get("teamName")  # 2.1.x teammates: their records name team and member
+                if team.__class__ is str and team.strip():
+                    self.team_name = team.strip()
+                    name = get("agentName")
+                    self.member_name = name.strip() if name.__class__ is str and name.strip() else None
+                    self._dirty.append(self)
             self._ids_known = (self.session_id is not None and self.cwd is not None
                                and (self.agent_id is not None or not self.is_subagent_file))
         branch = get("gitBranch")
@@ -593,9 +609,7 @@ class FileBuilder:
         inv.is_error = block.get("is_error") is True
         inv.result_timestamp = ts if isinstance(ts, str) else None
         text = _result_text(block.get("content"))
-        limit = (BRIEF_RESULT_CHARS if inv.is_error
-                 else BRIEF_READ_RESULT_CHARS if inv.tool_name in READ_TOOLS else BRIEF_OK_RESULT_CHARS)
-        inv.result_brief = _short(text, limit)
+        inv.result_brief = _short(text, brief_limit(inv.tool_name, inv.is_error))
         self._dirty.append(inv)
         if isinstance(tur, dict):  # (1.0.x Task results are lists, with no agentId: inline linking does it)
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentId"), str):
@@ -690,6 +704,11 @@ class FileBuilder:
                 inv.subagent_type = inp["subagent_type"]
             if isinstance(inp.get("prompt"), str):
                 inv.prompt_key = prompt_hash(inp["prompt"])
+            # a lead spawning a teammate names its team and the member
+            for attr, key in (("team_name", "team_name"), ("member_name", "name")):
+                value = inp.get(key)
+                if isinstance(value, str) and value.strip():
+                    setattr(inv, attr, value.strip())
         if name == "ExitPlanMode" and isinstance(inp.get("plan"), str) and inp["plan"].strip():
             self.exit_plan = inp["plan"][:MAX_TEXT_CHARS]
             self._dirty.append(self)
@@ -865,9 +884,10 @@ def compute_metrics(turn: Turn) -> None:
 
 # The text attributes of each object a builder lists for redaction.
 _TEXT_FIELDS: dict[type, tuple[str, ...]] = {
-    Invocation: ("input_brief", "file_path", "command", "description", "result_brief", "diff"),
+    Invocation: ("input_brief", "file_path", "command", "description", "result_brief", "diff", "team_name",
+                 "member_name"),
     Turn: ("prompt", "assistant_text"),
     TextUnit: ("text",),
     FileBackup: ("path",),
-    FileBuilder: ("last_assistant_text", "exit_plan"),
+    FileBuilder: ("last_assistant_text", "exit_plan", "team_name", "member_name"),
 }
