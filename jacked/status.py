@@ -32,5 +32,6 @@ def status(settings: Settings) -> dict[str, Any]:
     out["history_file"] = history_file_state(catalog, settings.claude_dir)
     out["turns"] = totals["turns"]
     out["sessions_indexed"] = catalog.db.execute(
-        "SELECT COUNT(*) FROM index_sessions WHERE user_name = ? AND dirty = 0", (settings.user_name,)).fetchone()[0]
+        "SELECT COUNT(*) FROM index_sessions i JOIN sessions s ON s.session_id = i.session_id "
+        "WHERE i.user_name = ? AND i.dirty = 0 AND s.has_main = 1", (settings.user_name,)).fetchone()[0]
     return out
