@@ -388,6 +388,18 @@ class Catalog:
             "SELECT * FROM invocations WHERE session_id = ? AND owner = ? ORDER BY turn_index, ord",
             (session_id, owner))]
 
+    def event_texts(self, session_id: str) -> dict[int, list[str]]:
+        """turn index → the texts of its events (command outputs, notification summaries)."""
+        out: dict[int, list[str]] = {}
+        for turn_index, data in self.db.execute(
+                "SELECT turn_index, data FROM turn_events WHERE session_id = ? AND type IN ('command_output', "
+                "'notification') ORDER BY turn_index, ord", (session_id,)):
+            d = orjson.loads(data or "{}")
+            text = d.get("output") or d.get("summary")
+            if text:
+                out.setdefault(turn_index, []).append(text)
+        return out
+
     def subagent_rows(self, session_id: str) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute(
             "SELECT * FROM subagents WHERE session_id = ? ORDER BY ord", (session_id,))]

@@ -134,8 +134,8 @@ class Extractor:
     def documents(self, session_id: str) -> list[Document]:
         """Every document of one session, in a stable order."""
         row = self.catalog.get_session_row(session_id)
-        if row is None:
-            return []
+        if row is None or not row.get("has_main"):
+            return []  # not a listed session (e.g. subagent files whose session file is gone)
         docs: list[Document] = []
         sid = session_id
 
@@ -197,9 +197,11 @@ class Extractor:
                 "SELECT owner, turn_index, tool_name, file_path, command, description, input_brief, result_brief, "
                 "is_error, timestamp FROM invocations WHERE session_id = ? ORDER BY owner, turn_index, ord", (sid,)):
             by_owner_turn.setdefault((inv["owner"], inv["turn_index"]), []).append(dict(inv))
+        outputs = self.catalog.event_texts(sid)
         unit = 0
         for t in turns:
             lines = [f"prompt: {t['prompt']}"] if t["prompt"] else []
+            lines += outputs.get(t["turn_index"], [])
             lines += _work_lines(by_owner_turn.get(("", t["turn_index"]), []))
             if len(lines) > 1 or (lines and t["turn_index"] == 0):
                 add("chunk", unit, "\n".join(lines), dense=False, timestamp=t["started_at"],

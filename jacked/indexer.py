@@ -277,7 +277,7 @@ class Indexer:
                            [(seq, sid, self.user) for sid, seq, _, _ in batch])
         report.points_written += len(points)
         report.points_deleted += len(to_delete)
-        report.sessions_indexed += len(batch)
+        report.sessions_indexed += sum(1 for _, _, docs, _ in batch if docs)  # listed sessions only
 
     def _dense_vectors(self, texts: list[str], report: IndexReport) -> dict[str, list[float]]:
         """Vectors for distinct texts: from the cache, else embedded (and cached)."""

@@ -305,6 +305,25 @@ class VectorStore(abc.ABC):
             return []
         return self._search(dense, sparse, flt, limit, prefetch)
 
+    def search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None = None,
+                    limit: int = DEFAULT_PREFETCH, fields: list[str] | None = None) -> tuple[list[Hit], list[Hit]]:
+        """The best ``limit`` points by the dense vector and, separately, by ``bm25``, each
+        with its raw score (cosine; BM25) and the payload ``fields`` (all when None): for a
+        caller that fuses at the session level rather than per point. A missing or empty
+        vector gives an empty list."""
+        if (flt is not None and flt.matches_nothing()) or limit <= 0:
+            return [], []
+        if sparse is not None and sparse.is_empty:
+            sparse = None
+        if dense is None and sparse is None:
+            return [], []
+        return self._search_each(dense, sparse, flt, limit, fields)
+
+    @abc.abstractmethod
+    def _search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
+                     limit: int, fields: list[str] | None) -> tuple[list[Hit], list[Hit]]:
+        """The backend's two plain queries, run as one batch; `search_each` handled the empty cases."""
+
     @abc.abstractmethod
     def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
                 limit: int, prefetch: int) -> list[Hit]:

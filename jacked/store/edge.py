@@ -421,6 +421,28 @@ class EdgeStore(VectorStore):
             points = self._require().query(request)
         return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in points]
 
+    def _search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
+                     limit: int, fields: list[str] | None) -> tuple[list[Hit], list[Hit]]:
+        import qdrant_edge as qe
+
+        f = self._filter(flt)
+        payload: Any = True if fields is None else qe.PayloadSelector.Include(list(fields))
+        requests, sides = [], []
+        if dense is not None:
+            requests.append(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(as_list(dense), using=DENSE_VECTOR),
+                                            filter=f, with_payload=payload, with_vector=False))
+            sides.append("dense")
+        if sparse is not None:
+            vec = qe.SparseVector(list(sparse.indices), list(sparse.values))
+            requests.append(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vec, using=SPARSE_VECTOR),
+                                            filter=f, with_payload=payload, with_vector=False))
+            sides.append("sparse")
+        with self._mutex, self._errors("search"):
+            answers = self._require().query_batch(qe.QueryBatchRequest(requests))
+        lists = {side: [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in points]
+                 for side, points in zip(sides, answers)}
+        return lists.get("dense", []), lists.get("sparse", [])
+
     def count(self, flt: SearchFilter | None = None) -> int:
         """Exact number of points matching ``flt``."""
         import qdrant_edge as qe

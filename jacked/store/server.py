@@ -291,6 +291,28 @@ class ServerStore(VectorStore):
                 )
         return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in res.points]
 
+    def _search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
+                     limit: int, fields: list[str] | None) -> tuple[list[Hit], list[Hit]]:
+        from qdrant_client import models
+
+        f = self._filter(flt)
+        payload: Any = True if fields is None else list(fields)
+        requests, sides = [], []
+        if dense is not None:
+            requests.append(models.QueryRequest(query=as_list(dense), using=DENSE_VECTOR, filter=f, limit=limit,
+                                                with_payload=payload, with_vector=False))
+            sides.append("dense")
+        if sparse is not None:
+            vec = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+            requests.append(models.QueryRequest(query=vec, using=SPARSE_VECTOR, filter=f, limit=limit,
+                                                with_payload=payload, with_vector=False))
+            sides.append("sparse")
+        with self._errors("search"):
+            answers = self._require().query_batch_points(self.collection, requests=requests)
+        lists = {side: [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in a.points]
+                 for side, a in zip(sides, answers)}
+        return lists.get("dense", []), lists.get("sparse", [])
+
     def count(self, flt: SearchFilter | None = None) -> int:
         """Exact number of points matching ``flt``."""
         if flt is not None and flt.matches_nothing():

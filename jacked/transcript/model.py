@@ -108,7 +108,9 @@ class LlmCall:
 
 @dataclass(slots=True)
 class TurnEvent:
-    """A notable non-tool moment of a turn, kept for timelines: `compaction` for now."""
+    """A notable non-tool moment of a turn: `compaction`, `notification` (a background task
+    reported back; `data.summary`), `command_output` (what a local command such as /model
+    printed; `data.output`)."""
 
     type: str
     timestamp: str | None

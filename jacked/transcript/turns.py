@@ -33,7 +33,7 @@ from jacked.transcript.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 9
+PARSER_VERSION = 10
 
 BRIEF_INPUT_CHARS = 1200
 BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people search for
@@ -42,6 +42,7 @@ BRIEF_READ_RESULT_CHARS = 300  # a file's content is in the repo; its head ident
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 MAX_DIFF_CHARS = 4000  # a file change's diff is kept up to here (timelines show changes, not files)
 
+COMMAND_OUTPUT_OPEN, COMMAND_OUTPUT_CLOSE = "<local-command-stdout>", "</local-command-stdout>"
 NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
 NOTIFICATION_PREFIX = "<task-notification>"
 KNOWN_TYPES = frozenset({
@@ -108,6 +109,22 @@ def _usage_counts(usage: dict[str, Any]) -> tuple[int, int, int, int]:
 
 def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [+{len(text) - limit} chars]"
+
+
+def _head_and_tail(text: str, limit: int) -> str:
+    """The first `limit` characters and the last `limit // 2`, cut at line ends where one is
+    near: a command's or a traceback's last lines (the exception, the test summary) say the most."""
+    tail_chars = limit // 2
+    if len(text) <= limit + tail_chars:
+        return text
+    head, tail = text[:limit], text[-tail_chars:]
+    nl = head.rfind("\n")
+    if nl >= limit * 3 // 4:
+        head = head[:nl]
+    nl = tail.find("\n")
+    if 0 <= nl <= tail_chars // 4:
+        tail = tail[nl + 1:]
+    return f"{head}\n… [{len(text) - len(head) - len(tail)} chars] …\n{tail}"
 
 
 def _brief_input(inp: Any) -> str:
@@ -342,6 +359,10 @@ class FileBuilder:
                 v = getattr(o, a)
                 if v.__class__ is str:
                     refs.append((o, a, v))
+            if o.__class__ is Turn:
+                # Event texts (a notification's summary, a command's output) are shown and indexed too.
+                refs += [(e.data, k, e.data[k]) for e in o.events for k in EVENT_TEXT_KEYS
+                         if e.data.get(k).__class__ is str]
         if not refs:
             return
         # The same text often sits in two places (a turn's last answer is also the file's):
@@ -352,7 +373,10 @@ class FileBuilder:
         for o, a, v in refs:
             c = clean[v]
             if c is not v:
-                setattr(o, a, c)
+                if o.__class__ is dict:
+                    o[a] = c
+                else:
+                    setattr(o, a, c)
 
     # ------------------------------------------------------------------ feeding
     def feed(self, rec: dict[str, Any]) -> None:
@@ -589,6 +613,13 @@ class FileBuilder:
             turn.events.append(TurnEvent("notification", ts, {"summary": _notification_summary(text)}))
             self._dirty.append(turn)
             return
+        if self.cur is not None and content.__class__ is str and content.lstrip().startswith(COMMAND_OUTPUT_OPEN):
+            # What a local command (/model, /cost, …) printed: no prompt, but what the user saw.
+            output = content.replace(COMMAND_OUTPUT_OPEN, "").replace(COMMAND_OUTPUT_CLOSE, "").strip()
+            if output:
+                self.cur.events.append(TurnEvent("command_output", ts, {"output": output[:BRIEF_OK_RESULT_CHARS]}))
+                self._dirty.append(self.cur)
+            return
         self._note_interrupted(content)
 
     def _note_interrupted(self, content: Any) -> None:
@@ -609,7 +640,9 @@ class FileBuilder:
         inv.is_error = block.get("is_error") is True
         inv.result_timestamp = ts if isinstance(ts, str) else None
         text = _result_text(block.get("content"))
-        inv.result_brief = _short(text, brief_limit(inv.tool_name, inv.is_error))
+        limit = brief_limit(inv.tool_name, inv.is_error)
+        # A file's head identifies it; any other output ends with what matters most.
+        inv.result_brief = _short(text, limit) if inv.tool_name in READ_TOOLS else _head_and_tail(text, limit)
         self._dirty.append(inv)
         if isinstance(tur, dict):  # (1.0.x Task results are lists, with no agentId: inline linking does it)
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentId"), str):
@@ -883,6 +916,7 @@ def compute_metrics(turn: Turn) -> None:
 
 
 # The text attributes of each object a builder lists for redaction.
+EVENT_TEXT_KEYS = ("summary", "output")
 _TEXT_FIELDS: dict[type, tuple[str, ...]] = {
     Invocation: ("input_brief", "file_path", "command", "description", "result_brief", "diff", "team_name",
                  "member_name"),
