@@ -417,6 +417,20 @@ class Catalog:
             row["kind"], row["session_id"], row["ord"] = "summary_label", session_id, len(own) + i
         return own + given
 
+    def point_rows(self, point_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """What this catalog indexed of `point_ids`: id → session_id, content_hash, user_name and
+        the session's repo_name, started and ended times (what search ranks a point by)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(point_ids), 500):
+            part = list(point_ids[i:i + 500])
+            for r in self.db.execute(
+                    "SELECT i.point_id, i.session_id, i.content_hash, i.user_name, s.repo_name, s.started_at, "
+                    "s.ended_at FROM index_points i LEFT JOIN sessions s ON s.session_id = i.session_id "
+                    f"WHERE i.point_id IN ({','.join('?' * len(part))})", part):
+                found[r[0]] = {"session_id": r[1], "content_hash": r[2], "user_name": r[3], "repo_name": r[4],
+                               "session_started_at": r[5], "session_ended_at": r[6]}
+        return found
+
     def copies_of(self, session_ids: Sequence[str]) -> dict[str, str]:
         """Of `session_ids`, those whose every turn repeats turns of one other session (a
         fork or a resume that added nothing yet): session id -> that session's id."""

@@ -26,6 +26,8 @@ from jacked.timeutil import parse_ts
 
 BATCH_DOCS = 256  # documents embedded and written per store round trip: bounds memory
 Progress = Callable[[str, int, int], None]
+# A backfill that wrote at least this many points builds the store's search graph afterwards.
+OPTIMIZE_AFTER_POINTS = 10_000
 
 
 @dataclass
@@ -141,6 +143,14 @@ class Indexer:
                 self.catalog.db.execute("DELETE FROM index_sessions WHERE user_name = ?", (self.user,))
         with self.open_store(recreate=rebuild) as store:
             self._index_sessions(store, scan.session_ids, report, progress)
+            if report.points_written >= OPTIMIZE_AFTER_POINTS:
+                # Segments without an HNSW graph are searched point by point: at 100k points a
+                # query costs ~18 ms that way, ~5 ms after this (which takes ~1.5 s per 1,000 points).
+                if progress:
+                    progress("optimize", 0, 1)
+                store.optimize()
+                if progress:
+                    progress("optimize", 1, 1)
         report.seconds = time.perf_counter() - t0
         return report
 

@@ -283,7 +283,9 @@ def build_server(settings: Settings, scan: bool = True) -> Any:
         return svc.restore(session_id, max_tokens)
 
     tool(search, "Hybrid semantic + keyword search over past sessions. scope: sessions | turns | messages | all. "
-                 "Returns sessions with their best matching texts (and turn_index).")
+                 "Returns sessions with their best matching texts (and turn_index), and a confidence "
+                 "(high | medium | low | none): when it is low or none, no past session matched well — "
+                 "say so, do not present a result as the one meant. Quote a phrase (\"...\") to find it verbatim.")
     tool(retrieve, "Context from chosen sessions (ids or unique prefixes) fitted into max_tokens, ready to use. "
                    "mode: smart | plan | labels | agents | full.")
     tool(list_sessions, "Sessions, newest first: id, repo, cwd, times, turn count, title. Paged.")

@@ -29,9 +29,12 @@ from jacked.timeutil import age_days, now_utc, parse_since, relative_age
 
 MAX_QUERY_CHARS = 2000
 CANDIDATES = 150  # points each leg (dense, BM25) brings to the session fusion
-# The payload a search reads (the rest — cwd, machine, model… — is not needed to rank or show).
-HIT_FIELDS = ["session_id", "content_type", "text", "content_hash", "repo_name", "user_name", "timestamp",
-              "session_started_at", "session_ended_at", "turn_index", "title"]
+# What ranking needs of a point the catalog does not know (a teammate's, on a server).
+KEY_FIELDS = ["session_id", "content_hash", "user_name", "repo_name", "session_started_at", "session_ended_at",
+              "timestamp"]
+# What a shown match needs.
+SHOW_FIELDS = ["content_type", "text", "turn_index", "title"]
+EXACT_CHECKED = 30  # the best lexical hits whose text is read for a verbatim match
 MATCHES_SHOWN = 3
 SNIPPET_CHARS = 400
 # Weights of a session's 1st, 2nd and 3rd best matches in its score on a leg: one strong
@@ -39,7 +42,7 @@ SNIPPET_CHARS = 400
 MATCH_WEIGHTS = (1.0, 0.35, 0.15)
 # The lexical leg's share of the fused relevance (the dense leg has the rest): measured on
 # the real dev set and the generated bank (scripts/search_eval.py), 0.4–0.5 is a plateau.
-LEXICAL_SHARE = 0.5
+LEXICAL_SHARE = 0.4
 # Age decays only this part of a session's weight: recency orders sessions that are about
 # equally relevant, it must not bury the one session that holds the answer.
 RECENCY_FLOOR = 0.8
@@ -120,6 +123,9 @@ def current_repo_name(cwd: Path | None = None) -> str | None:
 _WORD = re.compile(r"[a-z0-9]+")
 # A word with inner punctuation: a path, a dotted or snake_case name, a flag, a version.
 _IDENTIFIER = re.compile(r"[a-z0-9][_/.:\\-]+[a-z0-9_]|(?:^|\s)[_./-]+[a-z0-9]")
+# Marks of text copied rather than typed: an error line's colon or quotes, brackets, an
+# operator, a word with digits in it (E501, SIM115, v2).
+_VERBATIM = re.compile(r"[:'\"()\[\]{}<>=#@!$%^&*|\\]|[a-z][0-9]|[0-9][a-z]")
 _QUOTED = re.compile(r'"([^"]+)"|`([^`]+)`')
 PHRASE_MIN_WORDS = 3
 
@@ -130,12 +136,13 @@ def _fold(text: str) -> str:
 
 def exact_phrases(query: str) -> list[str]:
     """What the query asks for verbatim: its "quoted" or `backticked` parts, else the whole
-    query when it reads as an exact string (three words or more, or an identifier)."""
+    query when it reads as copied text (an identifier, or three words or more with an error
+    line's punctuation or a word with digits). Plain words are left to the ranking."""
     quoted = [_fold(a or b) for a, b in _QUOTED.findall(query) if (a or b).strip()]
     if quoted:
         return quoted
     q = _fold(query)
-    if len(_WORD.findall(q)) >= PHRASE_MIN_WORDS or _IDENTIFIER.search(q):
+    if _IDENTIFIER.search(q) or (len(_WORD.findall(q)) >= PHRASE_MIN_WORDS and _VERBATIM.search(q)):
         return [q]
     return []
 
@@ -162,15 +169,22 @@ def _holds(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> bool:
 class _Session:
     """A session's candidate points from both legs."""
 
-    payload: dict[str, Any]
+    meta: dict[str, Any]  # session_id, user_name, repo_name, session_started_at, session_ended_at
     dense: list[float] = field(default_factory=list)
     lexical: list[float] = field(default_factory=list)
-    points: dict[str, dict[str, Any]] = field(default_factory=dict)  # content key → point and its leg scores
+    points: dict[str, dict[str, Any]] = field(default_factory=dict)  # content key → point id and leg scores
     exact: bool = False
 
 
 class Searcher:
-    """Answers queries against one open store; load once, ask many (for `--batch`)."""
+    """Answers queries against one open store; load once, ask many (for `--batch`).
+
+    The legs return ids and scores only: on an Edge shard, reading a point's payload costs
+    more than finding it. What ranking needs of a point (its session, its content hash) comes
+    from the catalog, which recorded it when indexing; only points the catalog does not know
+    (a teammate's, on a server) are read for it. Texts are read for the matches shown and,
+    when the query asks for a phrase, for the best lexical hits.
+    """
 
     def __init__(self, settings: Settings, store: Any, dense: Any, sparse: Any, catalog: Any | None = None) -> None:
         self.settings = settings
@@ -178,6 +192,7 @@ class Searcher:
         self.dense = dense
         self.sparse = sparse
         self.catalog = catalog
+        self._shown: dict[str, dict[str, Any]] = {}
 
     def search(self, query: str, opts: SearchOptions) -> dict[str, Any]:
         """The `search --json` object for one query."""
@@ -195,39 +210,55 @@ class Searcher:
         words = _QUOTED.sub(lambda m: m.group(1) or m.group(2), q) if phrases else q
         sparse_vec = self.sparse.embed_query(words)
         dense_hits, lexical_hits = self.store.search_each(self.dense.embed_query(words), sparse_vec, flt,
-                                                          limit=CANDIDATES, fields=HIT_FIELDS)
-        sessions = self._sessions(dense_hits, lexical_hits, _phrase_patterns(phrases))
+                                                          limit=CANDIDATES, fields=[])
+        self._shown: dict[str, dict[str, Any]] = {}  # point id → what a shown match needs
+        keys = self._point_keys(list(dict.fromkeys(h.id for h in dense_hits + lexical_hits)))
+        sessions = self._sessions(dense_hits, lexical_hits, keys)
+        if phrases:
+            self._mark_exact(lexical_hits[:EXACT_CHECKED], keys, sessions, _phrase_patterns(phrases))
         results = self._rank(sessions, opts, now)
-        confidence = self._confidence(results, sessions, sparse_vec)
+        confidence = self._confidence(results, sparse_vec)
         return {"query": q, "confidence": confidence, "results": results}
+
+    def _point_keys(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """point id → its session, content hash, user and the session's repo and times."""
+        keys = self.catalog.point_rows(ids) if self.catalog is not None else {}
+        missing = [i for i in ids if i not in keys]
+        if missing:
+            keys.update((h.id, h.payload) for h in self.store.retrieve(missing, KEY_FIELDS))
+        return keys
 
     @staticmethod
     def _sessions(dense_hits: list[Any], lexical_hits: list[Any],
-                  patterns: list[tuple[str, re.Pattern[str]]]) -> dict[str, _Session]:
+                  keys: dict[str, dict[str, Any]]) -> dict[str, _Session]:
         sessions: dict[str, _Session] = {}
         for leg, hits in (("dense", dense_hits), ("lexical", lexical_hits)):
             for h in hits:
-                p = h.payload
-                sid = p.get("session_id")
+                meta = keys.get(h.id)
+                sid = meta.get("session_id") if meta else None
                 if not sid:
                     continue
-                s = sessions.setdefault(sid, _Session(p))
-                key = p.get("content_hash") or p.get("text") or h.id
+                s = sessions.setdefault(sid, _Session(meta))
+                key = meta.get("content_hash") or h.id
                 point = s.points.get(key)
                 if point is None:
-                    point = s.points[key] = {"payload": p, "dense": 0.0, "lexical": 0.0}
+                    point = s.points[key] = {"id": h.id, "dense": 0.0, "lexical": 0.0}
                 elif point[leg]:
                     continue  # the same text twice in a session counts once
                 point[leg] = h.score
                 getattr(s, leg).append(h.score)
-        if patterns:
-            # A verbatim match holds every word of the phrase, so it is among the lexical hits.
-            for h in lexical_hits:
-                s = sessions.get(h.payload.get("session_id"))
-                if s is not None and _holds(h.payload.get("text") or "", patterns):
-                    s.exact = True
-                    s.points[h.payload.get("content_hash") or h.payload.get("text") or h.id]["exact"] = True
         return sessions
+
+    def _mark_exact(self, hits: list[Any], keys: dict[str, dict[str, Any]], sessions: dict[str, _Session],
+                    patterns: list[tuple[str, re.Pattern[str]]]) -> None:
+        """A verbatim match holds every word of the phrase, so it is among the best lexical hits."""
+        for h in self.store.retrieve([h.id for h in hits], SHOW_FIELDS):
+            self._shown[h.id] = h.payload  # read once: the match may be shown too
+            meta = keys.get(h.id) or {}
+            s = sessions.get(meta.get("session_id"))
+            if s is not None and _holds(h.payload.get("text") or "", patterns):
+                s.exact = True
+                s.points[meta.get("content_hash") or h.id]["exact"] = True
 
     def _rank(self, sessions: dict[str, _Session], opts: SearchOptions, now: datetime) -> list[dict[str, Any]]:
         w = self.settings
@@ -236,61 +267,62 @@ class Searcher:
         halflife = opts.weights.get("time_decay_halflife_weeks", getattr(w, "time_decay_halflife_weeks", 35))
 
         def leg_score(scores: list[float]) -> float:
+            if len(scores) < 2:
+                return scores[0] if scores else 0.0
             return sum(wt * sc for wt, sc in zip(MATCH_WEIGHTS, sorted(scores, reverse=True)))
+
+        recency: dict[Any, float] = {}  # session end time → its weight (sessions often share none, but parse once)
 
         dense_of = {sid: leg_score(s.dense) for sid, s in sessions.items()}
         lexical_of = {sid: leg_score(s.lexical) for sid, s in sessions.items()}
-        dense_top = max(dense_of.values(), default=0.0) or 1.0
-        lexical_top = max(lexical_of.values(), default=0.0) or 1.0
-        ranked = []
+        tops = (max(dense_of.values(), default=0.0) or 1.0, max(lexical_of.values(), default=0.0) or 1.0)
+        scored = []
         for sid, s in sessions.items():
-            p = s.payload
-            relevance = LEXICAL_SHARE * lexical_of[sid] / lexical_top + (1 - LEXICAL_SHARE) * dense_of[sid] / dense_top
+            m = s.meta
+            relevance = LEXICAL_SHARE * lexical_of[sid] / tops[1] + (1 - LEXICAL_SHARE) * dense_of[sid] / tops[0]
             weight = 1.0
-            if p.get("user_name") and p.get("user_name") != w.user_name:
+            if m.get("user_name") and m.get("user_name") != w.user_name:
                 weight *= teammate
-            if opts.current_repo and p.get("repo_name") and p.get("repo_name") != opts.current_repo:
+            if opts.current_repo and m.get("repo_name") and m.get("repo_name") != opts.current_repo:
                 weight *= other_repo
-            ended = p.get("session_ended_at") or p.get("timestamp")
-            days = age_days(ended, now)
-            if days is not None and halflife:
-                weight *= RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(days, 0) / 7 / halflife)
-            # A point's own share of the relevance orders the matches shown.
-            for point in s.points.values():
-                point["score"] = (LEXICAL_SHARE * point["lexical"] / lexical_top
-                                  + (1 - LEXICAL_SHARE) * point["dense"] / dense_top)
-            matches = sorted(s.points.values(), key=lambda m: (not m.get("exact"), -m["score"]))
-            ranked.append({
-                "session_id": sid, "score": round(relevance * weight, 6), "relevance": round(relevance, 6),
-                "exact": s.exact, "repo_name": p.get("repo_name"), "user_name": p.get("user_name"), "timestamp": ended,
-                "started_at": p.get("session_started_at"), "age": relative_age(ended, now),
-                "title": p.get("title"), "_dup": matches[0]["payload"].get("content_hash"),
-                "_best_dense": max(s.dense, default=0.0),
-                "matches": [{"content_type": m["payload"].get("content_type"), "text": _snippet(m["payload"].get("text")),
-                             "score": round(m["score"], 6), "turn_index": m["payload"].get("turn_index")}
-                            for m in matches[:MATCHES_SHOWN]],
-                "_texts": [m["payload"].get("text") or "" for m in matches[:MATCHES_SHOWN]],
-            })
+            ended = m.get("session_ended_at") or m.get("timestamp")
+            if ended not in recency:
+                days = age_days(ended, now)
+                recency[ended] = (1.0 if days is None or not halflife else
+                                  RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(days, 0) / 7 / halflife))
+            weight *= recency[ended]
+            scored.append((not s.exact, -relevance * weight, sid, relevance))
         # Verbatim matches first, whatever their weights: the user asked for that string.
-        ranked.sort(key=lambda r: (not r["exact"], -r["score"], r["session_id"]))
-        # A fork or resume that only repeats another session's turns is that session again.
-        copies = self.catalog.copies_of([r["session_id"] for r in ranked]) if self.catalog is not None else {}
-        results, seen_dup = [], {}
-        for r in ranked:
-            keys = [k for k in (r.pop("_dup"), "session:" + copies.get(r["session_id"], r["session_id"])) if k]
-            first = next((seen_dup[k] for k in keys if k in seen_dup), None)
-            if first is not None:
-                first.setdefault("also", []).append(r["session_id"])
-                continue
-            for k in keys:
-                seen_dup[k] = r
-            results.append(r)
+        scored.sort()
+        results: list[dict[str, Any]] = []
+        seen_dup: dict[str, dict[str, Any]] = {}
+        # Only the sessions that can still make the list are looked at closely, a page at a time.
+        for page in range(0, len(scored), opts.limit * 3):
+            chunk = scored[page:page + opts.limit * 3]
+            # A fork or resume that only repeats another session's turns is that session again.
+            copies = self.catalog.copies_of([c[2] for c in chunk]) if self.catalog is not None else {}
+            shown = {sid: _best_points(sessions[sid], tops) for _, _, sid, _ in chunk}
+            wanted = [p["id"] for pts in shown.values() for p in pts if p["id"] not in self._shown]
+            self._shown.update((h.id, h.payload) for h in self.store.retrieve(wanted, SHOW_FIELDS))
+            payloads = self._shown
+            for _, neg_score, sid, relevance in chunk:
+                r = _result(sid, sessions[sid], shown[sid], payloads, -neg_score, relevance, now)
+                keys = [k for k in (r.pop("_dup"), "session:" + copies.get(sid, sid)) if k]
+                first = next((seen_dup[k] for k in keys if k in seen_dup), None)
+                if first is not None:
+                    first.setdefault("also", []).append(sid)
+                    continue
+                for k in keys:
+                    seen_dup[k] = r
+                results.append(r)
+                if len(results) >= opts.limit:
+                    break
             if len(results) >= opts.limit:
                 break
         self._fill_titles(results)
         return results
 
-    def _confidence(self, results: list[dict[str, Any]], sessions: dict[str, _Session], query_vec: Any) -> str:
+    def _confidence(self, results: list[dict[str, Any]], query_vec: Any) -> str:
         """How sure the best answer is: "high", "medium", "low", or "none" without results.
 
         From what does not depend on the rest of the corpus: a verbatim match; the share of
@@ -336,6 +368,40 @@ def _grade(exact: bool, coverage: float, best_cosine: float) -> str:
     if coverage >= 0.5 or best_cosine >= LOW_COSINE:
         return "medium"
     return "low"
+
+
+def _best_points(s: _Session, tops: tuple[float, float]) -> list[dict[str, Any]]:
+    """The session's matches to show: verbatim ones first, then by their own share of the
+    relevance."""
+    dense_top, lexical_top = tops
+    for point in s.points.values():
+        point["score"] = LEXICAL_SHARE * point["lexical"] / lexical_top + (1 - LEXICAL_SHARE) * point["dense"] / dense_top
+    return sorted(s.points.values(), key=lambda m: (not m.get("exact"), -m["score"]))[:MATCHES_SHOWN]
+
+
+def _result(sid: str, s: _Session, points: list[dict[str, Any]], payloads: dict[str, dict[str, Any]], score: float,
+            relevance: float, now: datetime) -> dict[str, Any]:
+    m = s.meta
+    ended = m.get("session_ended_at") or m.get("timestamp")
+    shown = [(p, payloads.get(p["id"], {})) for p in points]
+    return {
+        "session_id": sid, "score": round(score, 6), "relevance": round(relevance, 6),
+        "exact": s.exact, "repo_name": m.get("repo_name"), "user_name": m.get("user_name"), "timestamp": ended,
+        "started_at": m.get("session_started_at"), "age": relative_age(ended, now),
+        "title": next((pl.get("title") for _, pl in shown if pl.get("title")), None),
+        "_dup": _content_key(s, points),
+        "_best_dense": max(s.dense, default=0.0),
+        "matches": [{"content_type": pl.get("content_type"), "text": _snippet(pl.get("text")),
+                     "score": round(p["score"], 6), "turn_index": pl.get("turn_index")} for p, pl in shown],
+        "_texts": [pl.get("text") or "" for _, pl in shown],
+    }
+
+
+def _content_key(s: _Session, points: list[dict[str, Any]]) -> str | None:
+    """The content hash of the session's best match (forks that repeat it collapse into one)."""
+    if not points:
+        return None
+    return next((k for k, p in s.points.items() if p is points[0]), None)
 
 
 def _snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:

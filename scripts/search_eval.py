@@ -15,7 +15,9 @@ and the search p50 in this process. The baseline is Okapi BM25 (k1 1.2, b 0.75) 
 string of a session's files (the session file, its subagent files and plan: prompts, answers,
 tool inputs and outputs), written here without any jacked code. `--home` keeps the index
 between runs (a re-run backfills only what changed); `--misses` lists the queries jacked does
-not rank first. `--json` prints the figures as one object.
+not rank first. `--json` prints the figures as one object. Queries with no relevant session
+(kind "absent": words or topics no session has) are left out of the ranking table; they
+count how often the answer's `confidence` says "low" or "none", as it should.
 """
 from __future__ import annotations
 
@@ -216,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     claude_dir, queries, docs = real_set(args) if args.set == "real" else generated_set(args, work)
     ours, times, extra = run_jacked(claude_dir, work / "home", queries)
+    # Queries with no answer ("absent") measure honesty, not ranking.
+    absent = [(q, a) for q, a in zip(queries, extra["answers"]) if not q["relevant"]]
+    kept = [i for i, q in enumerate(queries) if q["relevant"]]
+    queries, ours, times = [queries[i] for i in kept], [ours[i] for i in kept], [times[i] for i in kept]
+    extra["answers"] = [extra["answers"][i] for i in kept]
     base = bm25_rank(docs, [q["query"] for q in queries])
     our_ranks = [first_rank(r, set(q["relevant"])) for q, r in zip(queries, ours)]
     base_ranks = [first_rank(r, set(q["relevant"])) for q, r in zip(queries, base)]
@@ -227,7 +234,12 @@ def main(argv: list[str] | None = None) -> int:
             holders = [sid for sid, text in docs.items() if q["query"].lower() in text.lower()]
             if len(holders) == 1:
                 unique_exact.append((q, r))
-    figures = {"set": args.set, "queries": len(queries), "sessions": len(docs), "jacked": t_ours, "bm25": t_base,
+    confidence: dict[str, Counter[str]] = {"first_right": Counter(), "first_wrong": Counter(), "absent": Counter()}
+    for q, r, out in zip(queries, our_ranks, extra["answers"]):
+        confidence["first_right" if r == 1 else "first_wrong"][out.get("confidence", "?")] += 1
+    for q, out in absent:
+        confidence["absent"][out.get("confidence", "?")] += 1
+    figures = {"set": args.set, "confidence": {k: dict(v) for k, v in confidence.items()}, "queries": len(queries), "sessions": len(docs), "jacked": t_ours, "bm25": t_base,
                "unique_exact": {"n": len(unique_exact), "rank1": sum(r == 1 for _, r in unique_exact)},
                "search_p50_ms": round(statistics.median(times) * 1000, 1),
                "backfill": {k: extra["backfill"].get(k) for k in ("texts_embedded", "points_written", "wall_s")}}
@@ -244,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         ue = figures["unique_exact"]
         print(f"  exact strings in exactly one session: {ue['rank1']}/{ue['n']} at rank 1")
         print(f"  search p50 {figures['search_p50_ms']} ms (in process, {len(times)} queries)")
+        print("  confidence of the answer: " + "; ".join(
+            f"{k} {dict(sorted(v.items()))}" for k, v in confidence.items() if v))
     if args.misses:
         for q, r, br, out in zip(queries, our_ranks, base_ranks, extra["answers"]):
             if r != 1:

@@ -70,7 +70,8 @@ def progress_bar(enabled: bool) -> Iterator[object]:
 
         def update(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
-                tasks[stage] = bar.add_task("reading sessions" if stage == "scan" else "indexing", total=total)
+                label = {"scan": "reading sessions", "optimize": "building the search index"}.get(stage, "indexing")
+                tasks[stage] = bar.add_task(label, total=total)
             bar.update(tasks[stage], completed=done, total=total)  # type: ignore[arg-type]
             now = time.monotonic()
             if now - last_refresh[0] >= 0.1 or done >= total:

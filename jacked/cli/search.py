@@ -59,10 +59,13 @@ def _print_human(result: dict[str, Any]) -> None:
     if not result["results"]:
         typer.echo("no matching sessions")
         return
+    if result.get("confidence") == "low":
+        typer.echo("(nothing matched well: these are the closest sessions, likely not the one you mean)")
     for i, r in enumerate(result["results"], 1):
         label = r.get("title") or r.get("first_prompt") or ""
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
-        typer.echo(f"{i:>2}. {r['score']:.4f}  {r.get('repo_name') or '-'}  {r['age']}  "
+        exact = "= " if r.get("exact") else ""
+        typer.echo(f"{i:>2}. {exact}{r['score']:.4f}  {r.get('repo_name') or '-'}  {r['age']}  "
                    f"{r.get('user_name') or ''}  {r['session_id'][:8]}  {mark + ' ' if mark else ''}{label[:80]}")
         for m in r["matches"]:
             typer.echo(f"      [{m['content_type']}] {m['text'][:160]}")

@@ -308,8 +308,9 @@ class VectorStore(abc.ABC):
     def search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None = None,
                     limit: int = DEFAULT_PREFETCH, fields: list[str] | None = None) -> tuple[list[Hit], list[Hit]]:
         """The best ``limit`` points by the dense vector and, separately, by ``bm25``, each
-        with its raw score (cosine; BM25) and the payload ``fields`` (all when None): for a
-        caller that fuses at the session level rather than per point. A missing or empty
+        with its raw score (cosine; BM25) and the payload ``fields`` (all when None, none when
+        empty: on an Edge shard reading payloads is most of a query's cost): for a caller
+        that fuses at the session level rather than per point. A missing or empty
         vector gives an empty list."""
         if (flt is not None and flt.matches_nothing()) or limit <= 0:
             return [], []
@@ -322,7 +323,7 @@ class VectorStore(abc.ABC):
     @abc.abstractmethod
     def _search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
                      limit: int, fields: list[str] | None) -> tuple[list[Hit], list[Hit]]:
-        """The backend's two plain queries, run as one batch; `search_each` handled the empty cases."""
+        """The backend's two plain queries; `search_each` handled the empty cases."""
 
     @abc.abstractmethod
     def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
@@ -343,8 +344,9 @@ class VectorStore(abc.ABC):
         (all fields when ``None``). Streams in pages."""
 
     @abc.abstractmethod
-    def retrieve(self, ids: Sequence[str]) -> list[Hit]:
-        """Points by id, in the order asked, skipping ids that do not exist."""
+    def retrieve(self, ids: Sequence[str], fields: list[str] | None = None) -> list[Hit]:
+        """Points by id, in the order asked, skipping ids that do not exist, with the payload
+        ``fields`` (all when None)."""
 
     # -- what the backends spell in their own client's terms ---------------
 

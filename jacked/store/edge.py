@@ -426,7 +426,7 @@ class EdgeStore(VectorStore):
         import qdrant_edge as qe
 
         f = self._filter(flt)
-        payload: Any = True if fields is None else qe.PayloadSelector.Include(list(fields))
+        payload: Any = True if fields is None else (qe.PayloadSelector.Include(list(fields)) if fields else False)
         requests, sides = [], []
         if dense is not None:
             requests.append(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(as_list(dense), using=DENSE_VECTOR),
@@ -438,7 +438,10 @@ class EdgeStore(VectorStore):
                                             filter=f, with_payload=payload, with_vector=False))
             sides.append("sparse")
         with self._mutex, self._errors("search"):
-            answers = self._require().query_batch(qe.QueryBatchRequest(requests))
+            # Two plain queries: measured on 100k points, a batch of the same two costs twice
+            # as much once payloads are asked for (~19 ms against ~8 ms).
+            shard = self._require()
+            answers = [shard.query(r) for r in requests]
         lists = {side: [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in points]
                  for side, points in zip(sides, answers)}
         return lists.get("dense", []), lists.get("sparse", [])
@@ -483,13 +486,17 @@ class EdgeStore(VectorStore):
             if offset is None:
                 return
 
-    def retrieve(self, ids: Sequence[str]) -> list[Hit]:
-        """Points by id, in the order given; unknown ids are skipped."""
+    def retrieve(self, ids: Sequence[str], fields: list[str] | None = None) -> list[Hit]:
+        """Points by id, in the order given, with the payload ``fields`` (all when None);
+        unknown ids are skipped."""
+        import qdrant_edge as qe
+
         if not ids:
             return []
+        payload: Any = True if fields is None else qe.PayloadSelector.Include(list(fields))
         with self._mutex, self._errors("retrieve"):
             # retrieve() needs with_payload / with_vector positionally, despite the stub.
-            records = self._require().retrieve(list(ids), True, False)
+            records = self._require().retrieve(list(ids), payload, False)
         by_id = {str(r.id): r for r in records}
         out = []
         for i in ids:

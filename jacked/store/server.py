@@ -296,7 +296,7 @@ class ServerStore(VectorStore):
         from qdrant_client import models
 
         f = self._filter(flt)
-        payload: Any = True if fields is None else list(fields)
+        payload: Any = True if fields is None else (list(fields) if fields else False)
         requests, sides = [], []
         if dense is not None:
             requests.append(models.QueryRequest(query=as_list(dense), using=DENSE_VECTOR, filter=f, limit=limit,
@@ -350,12 +350,14 @@ class ServerStore(VectorStore):
             if offset is None:
                 return
 
-    def retrieve(self, ids: Sequence[str]) -> list[Hit]:
-        """Points by id, in the order given; unknown ids are skipped."""
+    def retrieve(self, ids: Sequence[str], fields: list[str] | None = None) -> list[Hit]:
+        """Points by id, in the order given, with the payload ``fields`` (all when None);
+        unknown ids are skipped."""
         if not ids:
             return []
         with self._errors("retrieve"):
-            records = self._require().retrieve(self.collection, ids=list(ids), with_payload=True, with_vectors=False)
+            records = self._require().retrieve(self.collection, ids=list(ids),
+                                               with_payload=True if fields is None else list(fields), with_vectors=False)
         by_id = {str(r.id): r for r in records}
         out = []
         for i in ids:
