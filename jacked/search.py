@@ -156,13 +156,15 @@ def _phrase_patterns(phrases: list[str]) -> list[tuple[str, re.Pattern[str]]]:
             for p in phrases]
 
 
-def _holds(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> bool:
-    """Whether `text` holds every phrase; the cheap test (its longest word) goes first."""
+def _found_at(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> int | None:
+    """Where (in the whitespace-folded text) the first phrase starts, when `text` holds every
+    phrase; None otherwise. The cheap test (each phrase's longest word) goes first."""
     low = text.lower()
     if not all(probe in low for probe, _ in patterns):
-        return False
+        return None
     folded = " ".join(low.split())
-    return all(pat.search(folded) for _, pat in patterns)
+    found = [pat.search(folded) for _, pat in patterns]
+    return found[0].start() if all(found) else None  # type: ignore[union-attr]
 
 
 @dataclass
@@ -256,9 +258,11 @@ class Searcher:
             self._shown[h.id] = h.payload  # read once: the match may be shown too
             meta = keys.get(h.id) or {}
             s = sessions.get(meta.get("session_id"))
-            if s is not None and _holds(h.payload.get("text") or "", patterns):
+            at = _found_at(h.payload.get("text") or "", patterns) if s is not None else None
+            if at is not None:
                 s.exact = True
-                s.points[meta.get("content_hash") or h.id]["exact"] = True
+                point = s.points[meta.get("content_hash") or h.id]
+                point["exact"], point["at"] = True, at
 
     def _rank(self, sessions: dict[str, _Session], opts: SearchOptions, now: datetime) -> list[dict[str, Any]]:
         w = self.settings
@@ -391,7 +395,7 @@ def _result(sid: str, s: _Session, points: list[dict[str, Any]], payloads: dict[
         "title": next((pl.get("title") for _, pl in shown if pl.get("title")), None),
         "_dup": _content_key(s, points),
         "_best_dense": max(s.dense, default=0.0),
-        "matches": [{"content_type": pl.get("content_type"), "text": _snippet(pl.get("text")),
+        "matches": [{"content_type": pl.get("content_type"), "text": _snippet(pl.get("text"), around=p.get("at")),
                      "score": round(p["score"], 6), "turn_index": pl.get("turn_index")} for p, pl in shown],
         "_texts": [pl.get("text") or "" for _, pl in shown],
     }
@@ -404,9 +408,18 @@ def _content_key(s: _Session, points: list[dict[str, Any]]) -> str | None:
     return next((k for k, p in s.points.items() if p is points[0]), None)
 
 
-def _snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
+def _snippet(text: str | None, limit: int = SNIPPET_CHARS, around: int | None = None) -> str:
+    """The text, whitespace folded, within `limit` characters; from a little before `around`
+    (where a verbatim match starts) when the match would not show otherwise."""
     t = " ".join((text or "").split())
-    return t if len(t) <= limit else t[:limit - 1] + "…"
+    if len(t) <= limit:
+        return t
+    if around is not None and around > limit // 2:
+        start = min(around - limit // 4, len(t) - limit + 1)
+        t = "…" + t[start:]
+        if len(t) <= limit:
+            return t
+    return t[:limit - 1] + "…"
 
 
 def search_many(settings: Settings, queries: list[str], opts: SearchOptions,

@@ -93,6 +93,9 @@ def test_exact_phrases_of_a_query() -> None:
     assert exact_phrases("claude_code_log/renderer.py") == ["claude_code_log/renderer.py"]
     assert exact_phrases("ValueError: Unable to determine") == ["valueerror: unable to determine"]
     assert exact_phrases("tokenizer") == [] and exact_phrases("github action") == []
+    # Plain words are left to the ranking; copied text (punctuation, digits in a word) is not.
+    assert exact_phrases("browser tests sidechain css class") == []
+    assert exact_phrases("SIM115 Use a context manager") == ["sim115 use a context manager"]
 
 
 def test_a_traceback_keeps_its_last_line_and_a_local_command_its_output(tmp_path: Path, dense_embedder: Any) -> None:
@@ -114,7 +117,7 @@ def test_a_traceback_keeps_its_last_line_and_a_local_command_its_output(tmp_path
     with indexer.open_store(must_exist=True) as store:
         searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
         error = searcher.search("KeyError: 'quux_unmapped_column'", SearchOptions(limit=3))
-        model = searcher.search("Set model to Opus Plan Mode", SearchOptions(limit=3))
+        model = searcher.search('"Set model to Opus Plan Mode"', SearchOptions(limit=3))
     assert error["results"] and error["results"][0]["exact"]
     assert model["results"] and model["results"][0]["exact"]
     assert "\u001b" not in json.dumps(model)

@@ -223,6 +223,24 @@ def test_hybrid_finds_paraphrase(store: VectorStore, dense_embedder: DenseEmbedd
     assert hits[0].id == PARAPHRASE_ID
 
 
+def test_search_each_gives_both_legs_with_raw_scores(store: VectorStore, dense_embedder: DenseEmbedder,
+                                                     sparse_embedder: SparseEmbedder) -> None:
+    q = "zxqvmorph-4711 connection refused"
+    dense, lexical = store.search_each(dense_embedder.embed_query(q), sparse_embedder.embed_query(q),
+                                       SearchFilter(repo="webapp"), limit=4, fields=[])
+    # Each leg ranks on its own: cosines in [-1, 1] best first; BM25 above 1 for a rare word.
+    assert len(dense) == 3 and all(-1 <= h.score <= 1 for h in dense)  # webapp has 3 dense points
+    assert [h.score for h in dense] == sorted((h.score for h in dense), reverse=True)
+    assert lexical[0].id == KEYWORD_ID and lexical[0].score > 1 and KEYWORD_ID not in ids(dense)
+    assert all(h.payload == {} for h in dense + lexical)  # ids and scores only, as asked
+    expected_ids = {pid(i) for i, (_, p, _) in enumerate(CORPUS) if p["repo_name"] == "webapp"}
+    assert set(ids(dense + lexical)) <= expected_ids
+    # A leg with no vector is an empty list; fields pick the payload, in the order of the ids.
+    assert store.search_each(None, sparse_embedder.embed_query(q), None, limit=3)[0] == []
+    got = store.retrieve([KEYWORD_ID, pid(0)], ["session_id"])
+    assert [(h.id, h.payload) for h in got] == [(KEYWORD_ID, {"session_id": "s3"}), (pid(0), {"session_id": "s1"})]
+
+
 def test_delete_where_and_delete_points(store: VectorStore) -> None:
     assert store.delete_where(user_name="bob") == 5
     assert store.count(SearchFilter(user_name="bob")) == 0
