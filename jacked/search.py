@@ -213,7 +213,7 @@ class Searcher:
         sparse_vec = self.sparse.embed_query(words)
         dense_hits, lexical_hits = self.store.search_each(self.dense.embed_query(words), sparse_vec, flt,
                                                           limit=CANDIDATES, fields=[])
-        self._shown: dict[str, dict[str, Any]] = {}  # point id → what a shown match needs
+        self._shown = {}  # point id → what a shown match needs (read once per query)
         keys = self._point_keys(list(dict.fromkeys(h.id for h in dense_hits + lexical_hits)))
         sessions = self._sessions(dense_hits, lexical_hits, keys)
         if phrases:

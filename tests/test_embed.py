@@ -1,6 +1,7 @@
 """jacked.embed: the offline dense model and the BM25 encoder, with the real model."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -9,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from kit import REAL
 
 from jacked.embed import (
     DEFAULT_MODEL,
@@ -32,6 +34,33 @@ def test_import_is_cheap() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_default_model_gives_fastembeds_vectors_without_importing_it(dense_embedder: DenseEmbedder,
+                                                                     tmp_path: Path) -> None:
+    texts = [line[:2000] for line in (REAL / "plans" / "humble-doodling-wolf.md").read_text().split("\n\n")[:12]
+             if line.strip()] + ["x", "ünïcödé ✓ テスト", "word " * 400]
+    ours = dense_embedder.embed_documents(texts)
+    query = dense_embedder.embed_query("plan mode manifest")
+    code = (
+        "import json, sys\n"
+        "from jacked.embed import DenseEmbedder\n"
+        f"e = DenseEmbedder(cache_dir={str(tmp_path)!r})\n"
+        "e.embed_query('warm up')\n"
+        "assert 'fastembed' not in sys.modules\n"  # the default model needs none of it
+        "from fastembed import TextEmbedding\n"
+        "from jacked.embed import DEFAULT_MODEL, _register_default_model, prepare_default_model_dir\n"
+        "_register_default_model()\n"
+        f"m = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(prepare_default_model_dir({str(tmp_path)!r})))\n"
+        "texts = json.loads(sys.stdin.read())\n"
+        "print(json.dumps([v.tolist() for v in m.passage_embed(texts, batch_size=4)]"
+        " + [next(iter(m.query_embed(['plan mode manifest']))).tolist()]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True,
+                         text=True, check=True, cwd=Path(__file__).parents[1])
+    theirs = json.loads(out.stdout)
+    for a, b in zip(ours + [query], theirs):
+        assert max(abs(x - y) for x, y in zip(a, b)) < 1e-6
 
 
 def test_default_model_shape_and_sense(dense_embedder: DenseEmbedder) -> None:
