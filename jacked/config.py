@@ -38,7 +38,7 @@ from pydantic import AfterValidator, Field, PrivateAttr, SecretStr, TypeAdapter,
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from jacked.fsutil import atomic_write
+from jacked.util.fs import atomic_write
 
 __all__ = [
     "ConfigError", "Settings", "load_settings", "show_config", "set_config_value", "reset_config",
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 CONFIG_FILE_NAME = "jacked.json"
-DEFAULT_EMBEDDING_MODEL = "jacked/all-MiniLM-L6-v2-int8"  # = jacked.embed.DEFAULT_MODEL (offline)
+DEFAULT_EMBEDDING_MODEL = "jacked/all-MiniLM-L6-v2-int8"  # = jacked.index.embed.DEFAULT_MODEL (offline)
 
 # Keys allowed in jacked.json, in the order `show` lists them.
 FILE_KEYS: tuple[str, ...] = (

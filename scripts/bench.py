@@ -67,7 +67,7 @@ def bare_decode(files: list[Path], loads: Callable[[bytes], object] = orjson.loa
 def bench_scan(claude_dir: Path, repeat: int) -> dict[str, float]:
     """Cold scan (catalog only, then with the archive's compressed copies) against bare decoding."""
     from jacked.catalog import Catalog
-    from jacked.scanner import Scanner
+    from jacked.ingest.scan import Scanner
 
     files = transcript_files(claude_dir)
     size_mb = sum(f.stat().st_size for f in files) / 1e6
@@ -136,9 +136,9 @@ def _settings(claude: Path, home: Path):  # type: ignore[no-untyped-def]
 
 
 def bench_backfill(claude_dir: Path, repeat: int, sessions: int = 60) -> dict[str, float]:
-    from jacked.embed import get_dense_embedder
-    from jacked.extract import Extractor
-    from jacked.indexer import Indexer
+    from jacked.index.embed import get_dense_embedder
+    from jacked.index.extract import Extractor
+    from jacked.index.indexer import Indexer
 
     corpus = generate(sessions)
     work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
@@ -173,10 +173,10 @@ def bench_search(claude_dir: Path, repeat: int, points: int = 100_000) -> dict[s
     import random
     import statistics
 
-    from jacked.embed import SparseEmbedder, get_dense_embedder
-    from jacked.search import SearchOptions, Searcher
-    from jacked.store import Point, SearchFilter
-    from jacked.store.edge import EdgeStore
+    from jacked.index.embed import SparseEmbedder, get_dense_embedder
+    from jacked.query.search import SearchOptions, Searcher
+    from jacked.index.store import Point, SearchFilter
+    from jacked.index.store.edge import EdgeStore
 
     work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
     rng = random.Random(7)
@@ -227,7 +227,7 @@ def bench_search(claude_dir: Path, repeat: int, points: int = 100_000) -> dict[s
                   "2026-01-02T00:00:00Z") for n in range(points // 40 + 1)])
         searcher = Searcher(settings, store, dense, sparse, catalog)
         searcher.search("warm up the model", SearchOptions())
-        from jacked.search import CANDIDATES
+        from jacked.query.search import CANDIDATES
 
         full, bare, legs = [], [], []
         for q in queries:
@@ -265,7 +265,7 @@ def _peak_rss(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def _jacked_exe() -> list[str]:
     exe = Path(sys.executable).parent / "jacked"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "jacked.cli.main"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "jacked.surfaces.cli.main"]
 
 
 def bench_rss(claude_dir: Path, repeat: int, sizes: tuple[int, ...] = (250, 1000)) -> dict[str, float]:
@@ -336,8 +336,8 @@ def bench_stats(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str
     import subprocess
 
     from jacked.catalog import Catalog
-    from jacked.scanner import scan
-    from jacked.stats import StatsQuery, compute_stats
+    from jacked.ingest.scan import scan
+    from jacked.query.stats import StatsQuery, compute_stats
 
     corpus = generate(sessions)
     work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
@@ -379,9 +379,9 @@ def bench_ui(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str, f
     import urllib.request
 
     from jacked.catalog import Catalog
-    from jacked.history import turns_json
-    from jacked.scanner import scan
-    from jacked.ui.server import make_server, serve_in_thread
+    from jacked.query.history import turns_json
+    from jacked.ingest.scan import scan
+    from jacked.surfaces.ui.server import make_server, serve_in_thread
 
     corpus = generate(sessions)
     work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))

@@ -181,8 +181,8 @@ def table(queries: list[dict[str, Any]], ranks: list[int | None]) -> dict[str, d
 
 def run_jacked(claude_dir: Path, home: Path, queries: list[dict[str, Any]]) -> tuple[list[list[str]], list[float], dict[str, Any]]:
     from jacked.config import Settings
-    from jacked.search import Searcher, SearchOptions
-    from jacked.indexer import Indexer
+    from jacked.query.search import Searcher, SearchOptions
+    from jacked.index.indexer import Indexer
 
     settings = Settings(claude_dir=claude_dir, home=home, user_name="eval-user")
     indexer = Indexer(settings)

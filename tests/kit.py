@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from jacked.catalog import Catalog
-from jacked.history import turns_json
-from jacked.scanner import Scanner, ScanReport
-from jacked.transcript.discover import SessionFiles
+from jacked.query.history import turns_json
+from jacked.ingest.scan import Scanner, ScanReport
+from jacked.sources.claude.discover import SessionFiles
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code"
 REAL = FIXTURES / "real"

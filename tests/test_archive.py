@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from kit import REAL
 
-from jacked import archive as archive_mod
-from jacked.archive import Archive, archive_listing
+from jacked.ingest import archive as archive_mod
+from jacked.ingest.archive import Archive, archive_listing
 from jacked.catalog import Catalog
-from jacked.scanner import Scanner
+from jacked.ingest.scan import Scanner
 
 SID = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # has a plan-less main file and 2.1.x subagents
 PLAN_SID = "a7da6a22-facc-4fcd-8bab-f83c87862004"  # has a plan file
@@ -83,9 +83,9 @@ def claude_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_deleted_transcript_is_retrieved_and_searched_after_rebuild(claude_copy: Path, tmp_path: Path,
                                                                   dense_embedder) -> None:  # noqa: ANN001
     from jacked.config import Settings
-    from jacked.indexer import Indexer
-    from jacked.retrieve import retrieve
-    from jacked.search import SearchOptions, search_many
+    from jacked.index.indexer import Indexer
+    from jacked.query.retrieve import retrieve
+    from jacked.query.search import SearchOptions, search_many
 
     home = tmp_path / "home"
     s = Settings(claude_dir=claude_copy, home=home, user_name="tester")

@@ -13,7 +13,7 @@ from kit import FIXTURES, REAL
 
 def jacked_cmd() -> list[str]:
     script = Path(sys.executable).parent / "jacked"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "jacked.cli.main"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "jacked.surfaces.cli.main"]
 
 
 def run(args: list[str], home: Path, claude: Path = REAL, stdin: str | None = None) -> subprocess.CompletedProcess:

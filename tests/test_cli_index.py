@@ -116,7 +116,7 @@ def test_progress_bar_starts_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     bar must not run rich's refresh thread."""
     import threading
 
-    from jacked.cli.common import progress_bar
+    from jacked.surfaces.cli.common import progress_bar
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     before = threading.active_count()

@@ -71,7 +71,7 @@ def test_defaults(claude: Path) -> None:
 
 
 def test_default_model_is_the_offline_one() -> None:
-    from jacked.embed import DEFAULT_MODEL
+    from jacked.index.embed import DEFAULT_MODEL
 
     assert config.DEFAULT_EMBEDDING_MODEL == DEFAULT_MODEL
 

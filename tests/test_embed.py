@@ -1,4 +1,4 @@
-"""jacked.embed: the offline dense model and the BM25 encoder, with the real model."""
+"""jacked.index.embed: the offline dense model and the BM25 encoder, with the real model."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kit import REAL
 
-from jacked.embed import (
+from jacked.index.embed import (
     DEFAULT_MODEL,
     DenseEmbedder,
     EmbedError,
@@ -29,7 +29,7 @@ def cos(a: list[float], b: list[float]) -> float:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, jacked.embed, jacked.store\n"
+        "import sys, jacked.index.embed, jacked.index.store\n"
         "heavy = [m for m in ('fastembed', 'onnxruntime', 'tokenizers', 'qdrant_edge', 'qdrant_client', 'numpy') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -44,12 +44,12 @@ def test_default_model_gives_fastembeds_vectors_without_importing_it(dense_embed
     query = dense_embedder.embed_query("plan mode manifest")
     code = (
         "import json, sys\n"
-        "from jacked.embed import DenseEmbedder\n"
+        "from jacked.index.embed import DenseEmbedder\n"
         f"e = DenseEmbedder(cache_dir={str(tmp_path)!r})\n"
         "e.embed_query('warm up')\n"
         "assert 'fastembed' not in sys.modules\n"  # the default model needs none of it
         "from fastembed import TextEmbedding\n"
-        "from jacked.embed import DEFAULT_MODEL, _register_default_model, prepare_default_model_dir\n"
+        "from jacked.index.embed import DEFAULT_MODEL, _register_default_model, prepare_default_model_dir\n"
         "_register_default_model()\n"
         f"m = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(prepare_default_model_dir({str(tmp_path)!r})))\n"
         "texts = json.loads(sys.stdin.read())\n"

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from kit import REAL
 
-from jacked import prompt_history
+from jacked.sources.claude import prompt_history
 from jacked.catalog import Catalog
-from jacked.prompt_history import epoch_ms_to_iso, source_counts
-from jacked.scanner import Scanner
+from jacked.sources.claude.prompt_history import epoch_ms_to_iso, source_counts
+from jacked.ingest.scan import Scanner
 
 GONE = "aaaaaaaa-1111-4111-8111-000000000001"  # only in history.jsonl
 GONE2 = "bbbbbbbb-2222-4222-8222-000000000002"
@@ -96,7 +96,7 @@ def test_prompt_only_session_is_built_and_marked(tmp_path: Path) -> None:
     assert catalog.get_session_row(GONE2)["repo_name"] == "infra"  # the scanner's repo name (Windows path too)
     assert source_counts(catalog) == {"transcript": 0, "archive": 0, "history": 2}
     # what gets indexed: the prompts as user_message documents (a slash command by its arguments)
-    from jacked.extract import Extractor
+    from jacked.index.extract import Extractor
 
     docs = [(d.content_type, d.text) for d in Extractor(catalog).documents(GONE) if d.content_type == "user_message"]
     assert docs == [("user_message", "fix the flaky login test in auth_spec.rb"),
@@ -277,8 +277,8 @@ def test_a_secret_in_a_prompt_is_redacted_in_the_catalog(tmp_path: Path) -> None
 def test_prompt_only_sessions_are_searchable_and_marked(tmp_path: Path, dense_embedder,  # noqa: ANN001
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     from jacked.config import Settings
-    from jacked.indexer import Indexer
-    from jacked.search import SearchOptions, search_many
+    from jacked.index.indexer import Indexer
+    from jacked.query.search import SearchOptions, search_many
 
     claude, home = tmp_path / "claude", tmp_path / "home"
     copy_real(claude)
@@ -297,7 +297,7 @@ def test_prompt_only_sessions_are_searchable_and_marked(tmp_path: Path, dense_em
     again = Indexer(s).backfill()  # nothing changed: nothing rewritten
     assert again.points_written == 0 and again.sessions_unchanged == 2
     # the text output marks it (printed here: a `jacked search` process would load the model again)
-    from jacked.cli.search import _print_human
+    from jacked.surfaces.cli.search import _print_human
 
     (res,) = search_many(s, ["websocket reconnect storm"], SearchOptions(limit=1))
     _print_human(res)

@@ -15,7 +15,7 @@ import pytest
 from kit import REAL, scanned_real
 
 from jacked.catalog import Catalog
-from jacked.history import list_sessions, turns_json
+from jacked.query.history import list_sessions, turns_json
 
 COUNTED = ic.count_dir(REAL)  # cheap (well under a second): done at import so tests parametrize by session
 SESSIONS = sorted(COUNTED["sessions"])

@@ -14,9 +14,9 @@ import pytest
 from kit import REAL
 
 from jacked.config import load_settings
-from jacked.indexer import Indexer
-from jacked.search import SearchError, SearchOptions, search_many
-from jacked.store import ModelMismatch
+from jacked.index.indexer import Indexer
+from jacked.query.search import SearchError, SearchOptions, search_many
+from jacked.index.store import ModelMismatch
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 BACKENDS = ["edge", "server"]
@@ -35,7 +35,7 @@ def _server_store(settings: Any) -> Any:
     """One in-process qdrant-client collection per JACKED_HOME (it plays the team server)."""
     from qdrant_client import QdrantClient
 
-    from jacked.store.server import ServerStore
+    from jacked.index.store.server import ServerStore
 
     key = str(settings.home)
     if key not in _SERVER_STORES:
@@ -128,7 +128,7 @@ def test_agent_type_filter(indexed: dict[str, Any]) -> None:
     res = _search(indexed, "report of findings", agent_type=atype, limit=20)
     assert res
     with indexed["indexer"].open_store() as store:
-        from jacked.store import SearchFilter
+        from jacked.index.store import SearchFilter
 
         assert all(h.payload["agent_type"] == atype for h in store.scroll(SearchFilter(agent_type=atype)))
 
@@ -158,7 +158,7 @@ def test_no_planted_secret_reaches_index_or_results(indexed: dict[str, Any]) -> 
 
 
 def test_model_mismatch_names_rebuild(indexed: dict[str, Any]) -> None:
-    from jacked.indexer import configured_store
+    from jacked.index.indexer import configured_store
 
     settings = indexed["settings"]
     fresh = _server_store(settings) if indexed["backend"] == "server" else configured_store(settings)
@@ -168,7 +168,7 @@ def test_model_mismatch_names_rebuild(indexed: dict[str, Any]) -> None:
 
 
 def test_hook_style_append_is_found(indexed: dict[str, Any]) -> None:
-    from jacked.history import session_files_for_path
+    from jacked.query.history import session_files_for_path
 
     s = next(x for x in indexed["truth"]["sessions"] if len(x.get("turns") or []) >= 2 and not x["malformed_lines"])
     path = indexed["claude"] / s["file"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_cli_history import jacked_cmd
 
-from jacked.install import InstallError, install, mcp_config_path, skill_source, uninstall
+from jacked.surfaces.install import InstallError, install, mcp_config_path, skill_source, uninstall
 
 # Deliberately not in json.dumps(indent=2) style: a re-serialised file would differ.
 SETTINGS = b"""{

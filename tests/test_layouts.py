@@ -11,15 +11,15 @@ import pytest
 from kit import SID, assistant, claude_dir_with, prompt, result, system, text, tool_use, write_jsonl
 from test_cli_history import run
 
-from jacked.archive import Archive
+from jacked.ingest.archive import Archive
 from jacked.catalog import Catalog
-from jacked.extract import Extractor
-from jacked.history import turns_json
-from jacked.retrieve import _subagent_title, build_items, retrieve
-from jacked.scanner import Scanner
-from jacked.transcript import tool_results
-from jacked.transcript.discover import discover
-from jacked.transcript.tool_results import looks_like_reference, resolve_reference
+from jacked.index.extract import Extractor
+from jacked.query.history import turns_json
+from jacked.query.retrieve import _subagent_title, build_items, retrieve
+from jacked.ingest.scan import Scanner
+from jacked.sources.claude import tool_results
+from jacked.sources.claude.discover import discover
+from jacked.sources.claude.tool_results import looks_like_reference, resolve_reference
 
 PROJECT = "-home-dev-projects-demo"
 

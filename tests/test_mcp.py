@@ -14,8 +14,8 @@ import pytest
 from kit import DEEP, REAL
 
 from jacked.config import load_settings
-from jacked.mcp_server import MAX_RESULT_TOKENS, TOOL_NAMES, page
-from jacked.tokens import count_tokens
+from jacked.surfaces.mcp import MAX_RESULT_TOKENS, TOOL_NAMES, page
+from jacked.util.tokens import count_tokens
 
 CI = "fe869ecb-c176-478f-9734-7e4b8ef12cff"
 SESSIONS = (DEEP, CI, "cb2e607c-c758-415a-8b45-c49e4631906a")
@@ -23,7 +23,7 @@ SESSIONS = (DEEP, CI, "cb2e607c-c758-415a-8b45-c49e4631906a")
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> tuple[Path, Path]:
-    from jacked.indexer import Indexer
+    from jacked.index.indexer import Indexer
 
     claude = tmp_path_factory.mktemp("mcp-claude")
     for sid in SESSIONS:

@@ -14,8 +14,8 @@ import pytest
 from kit import FIXTURES, REAL
 
 from jacked.catalog import Catalog
-from jacked.history import catalog_for_path, list_sessions, turns_json
-from jacked.scanner import Scanner
+from jacked.query.history import catalog_for_path, list_sessions, turns_json
+from jacked.ingest.scan import Scanner
 
 PINNED: dict[str, dict[int, tuple[Any, ...]]] = {
     # 2.1.114, worktrees: six subagents in <session>/subagents/, parallel Agent batches, turn_duration

@@ -8,8 +8,8 @@ from pathlib import Path
 from kit import SID, assistant, base, prompt, result, session_of, system, text, tool_use, write_jsonl
 
 from jacked.catalog import Catalog
-from jacked.history import list_sessions, turns_json
-from jacked.scanner import Scanner
+from jacked.query.history import list_sessions, turns_json
+from jacked.ingest.scan import Scanner
 
 
 def _queue(content: object, t: int, operation: str = "enqueue") -> dict:
@@ -199,7 +199,7 @@ def test_the_real_async_agent_fixture(tmp_path: Path) -> None:
 
 
 def test_a_huge_snapshot_line_is_skipped_with_memory_flat(tmp_path: Path) -> None:
-    from jacked.transcript.reader import MAX_LINE_BYTES
+    from jacked.sources.reader import MAX_LINE_BYTES
 
     claude = tmp_path / "claude"
     f = write_jsonl(claude / "projects" / "-p" / f"{SID}.jsonl", [prompt("before", 0)])
@@ -216,8 +216,8 @@ def test_a_huge_snapshot_line_is_skipped_with_memory_flat(tmp_path: Path) -> Non
 
 
 def test_a_resumed_session_repeating_its_parent_counts_each_turn_once(tmp_path: Path) -> None:
-    from jacked.extract import Extractor
-    from jacked.stats import StatsQuery, compute_stats
+    from jacked.index.extract import Extractor
+    from jacked.query.stats import StatsQuery, compute_stats
 
     claude = tmp_path / "claude"
     parent, resumed = "aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b"
@@ -242,8 +242,8 @@ def test_a_resumed_session_repeating_its_parent_counts_each_turn_once(tmp_path: 
 
 
 def test_no_resume_hint_for_a_transcript_not_named_by_its_session_id(tmp_path: Path) -> None:
-    from jacked.history import catalog_for_path
-    from jacked.retrieve import retrieve
+    from jacked.query.history import catalog_for_path
+    from jacked.query.retrieve import retrieve
 
     recs = [prompt("plan the release", 0), assistant("m1", text("ok"), 1)]
     named = write_jsonl(tmp_path / "a" / f"{SID}.jsonl", recs)

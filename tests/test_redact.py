@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jacked import redact as redact_mod
-from jacked.redact import KINDS, MARK_PREFIX, find_secrets, redact, redact_many, redact_obj
+from jacked.sources import redact as redact_mod
+from jacked.sources.redact import KINDS, MARK_PREFIX, find_secrets, redact, redact_many, redact_obj
 
 GEN_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 

@@ -11,9 +11,9 @@ import pytest
 from kit import DEEP, REAL, assistant, claude_dir_with, prompt, result, scanned_real, text, tool_use
 
 from jacked.catalog import Catalog
-from jacked.restore import RestoreError, restore_brief
-from jacked.scanner import Scanner
-from jacked.tokens import count_tokens
+from jacked.query.restore import RestoreError, restore_brief
+from jacked.ingest.scan import Scanner
+from jacked.util.tokens import count_tokens
 
 CI = "fe869ecb-c176-478f-9734-7e4b8ef12cff"
 

@@ -10,9 +10,9 @@ from kit import REAL
 from test_cli_history import run
 
 from jacked.catalog import Catalog
-from jacked.retrieve import MODES, RetrieveError, build_items, capacity_for, recall_brief, retrieve
-from jacked.scanner import Scanner
-from jacked.tokens import count_tokens, with_margin
+from jacked.query.retrieve import MODES, RetrieveError, build_items, capacity_for, recall_brief, retrieve
+from jacked.ingest.scan import Scanner
+from jacked.util.tokens import count_tokens, with_margin
 
 # eval-style priority of content types (first = highest)
 PRIORITY = ["plan", "subagent_summary", "user_message", "summary_label"]

@@ -10,10 +10,10 @@ import pytest
 from kit import REAL, SID, assistant, claude_dir_with, prompt, result, text, tool_use
 
 from jacked.catalog import Catalog
-from jacked.history import export_rows, turns_json
-from jacked import scan_workers
-from jacked import scanner as scanner_mod
-from jacked.scanner import Scanner
+from jacked.query.history import export_rows, turns_json
+from jacked.ingest import workers as scan_workers
+from jacked.ingest import scan as scanner_mod
+from jacked.ingest.scan import Scanner
 
 
 @pytest.fixture(autouse=True)

@@ -12,9 +12,9 @@ import pytest
 from kit import REAL, assistant, claude_dir_with, prompt, result, text, tool_use
 
 from jacked.config import load_settings
-from jacked.history import list_sessions
-from jacked.indexer import Indexer
-from jacked.search import SearchOptions, Searcher, exact_phrases
+from jacked.query.history import list_sessions
+from jacked.index.indexer import Indexer
+from jacked.query.search import SearchOptions, Searcher, exact_phrases
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import search_eval  # noqa: E402  (the dev set's own measuring code, BM25 baseline included)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jacked.staleness import age_level, assess, changed_files_since
+from jacked.query.staleness import age_level, assess, changed_files_since
 
 ENDED = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 ROW = {"ended_at": ENDED.isoformat(), "cwd": None}

@@ -12,8 +12,8 @@ import pytest
 from kit import REAL
 
 from jacked.catalog import Catalog
-from jacked.scanner import Scanner
-from jacked.stats import StatsQuery, compute_stats
+from jacked.ingest.scan import Scanner
+from jacked.query.stats import StatsQuery, compute_stats
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 SIX_ERRORS = "2b4ed4c0-b905-41de-9238-273db3ec737a"  # 2.1.17: one turn, nine calls, six refused

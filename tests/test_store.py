@@ -1,4 +1,4 @@
-"""jacked.store: the same tests against the Edge shard and qdrant-client's in-process mode.
+"""jacked.index.store: the same tests against the Edge shard and qdrant-client's in-process mode.
 
 Real components only: the offline model embeds a small corpus once per module; the edge
 backend is a real shard in a temp dir, the server backend runs its query code against
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from jacked.embed import DEFAULT_MODEL, DenseEmbedder, SparseEmbedder
-from jacked.store import (
+from jacked.index.embed import DEFAULT_MODEL, DenseEmbedder, SparseEmbedder
+from jacked.index.store import (
     Hit,
     ModelMismatch,
     Point,
@@ -32,8 +32,8 @@ from jacked.store import (
     VectorStore,
     open_store,
 )
-from jacked.store.edge import EdgeStore
-from jacked.store.server import ServerStore
+from jacked.index.store.edge import EdgeStore
+from jacked.index.store.server import ServerStore
 
 REPO = Path(__file__).resolve().parents[1]
 DIMS = 384
@@ -334,7 +334,7 @@ def test_edge_lock_in_process(tmp_path: Path) -> None:
 
 HOLDER = textwrap.dedent("""
     import sys
-    from jacked.store.edge import EdgeStore
+    from jacked.index.store.edge import EdgeStore
     st = EdgeStore(sys.argv[1]).open(sys.argv[2], 384)
     print("ready", flush=True)
     sys.stdin.read()  # hold the index until the parent closes our stdin
@@ -362,9 +362,9 @@ def test_edge_lock_held_by_other_process(tmp_path: Path) -> None:
 
 WRITER = textwrap.dedent("""
     import random, sys, uuid
-    from jacked.embed import SparseVector
-    from jacked.store import Point
-    from jacked.store.edge import EdgeStore
+    from jacked.index.embed import SparseVector
+    from jacked.index.store import Point
+    from jacked.index.store.edge import EdgeStore
     st = EdgeStore(sys.argv[1]).open(sys.argv[2], 384)
     rnd = random.Random(7)
     written = 0

@@ -13,9 +13,9 @@ from kit import DEEP, REAL, scanned_real
 
 from jacked.catalog import Catalog
 from jacked.config import load_settings
-from jacked.scanner import Scanner
-from jacked.search import SearchError, SearchOptions, search_many
-from jacked.summarize import (
+from jacked.ingest.scan import Scanner
+from jacked.query.search import SearchError, SearchOptions, search_many
+from jacked.index.summarize import (
     EXTRACTIVE,
     LlmSummarizer,
     TransientError,
@@ -145,7 +145,7 @@ def test_llm_summaries_are_stored_with_model_and_prompt_version(tmp_path: Path) 
 # ---------------------------------------------------------------------------- search scope
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> Any:
-    from jacked.indexer import Indexer
+    from jacked.index.indexer import Indexer
 
     claude = tmp_path_factory.mktemp("sum-claude")
     for sid in (DEEP, "fe869ecb-c176-478f-9734-7e4b8ef12cff", "cb2e607c-c758-415a-8b45-c49e4631906a"):

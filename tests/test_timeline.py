@@ -13,9 +13,9 @@ import pytest
 from kit import DEEP, FIXTURES, REAL, assistant, base, claude_dir_with, prompt, result, scanned_real, system, text, tool_use
 
 from jacked.catalog import Catalog
-from jacked.scanner import Scanner
-from jacked.timeline import EVENT_TYPES, TimelineError, TimelineQuery, command_key, file_history, timeline
-from jacked.transcript.turns import content_hash
+from jacked.ingest.scan import Scanner
+from jacked.query.timeline import EVENT_TYPES, TimelineError, TimelineQuery, command_key, file_history, timeline
+from jacked.sources.claude.turns import content_hash
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 SIX_ERRORS = "2b4ed4c0-b905-41de-9238-273db3ec737a"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jacked import tokens
-from jacked.tokens import (
+from jacked.util import tokens
+from jacked.util.tokens import (
     DEFAULT_MARGIN,
     ENCODING_NAME,
     TokenizerUnavailable,
@@ -120,7 +120,7 @@ def test_works_without_network(tmp_path: Path) -> None:
         socket.socket.connect = refuse
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
-        from jacked.tokens import count_tokens, get_encoding
+        from jacked.util.tokens import count_tokens, get_encoding
         print(get_encoding().name, count_tokens("hello world"), count_tokens("tiktoken is great!"))
     """
     cache = tmp_path / "tiktoken-cache"
@@ -151,7 +151,7 @@ def _fake_site(tmp_path: Path, with_plugin: bool) -> Path:
 def test_missing_offline_data_is_a_clear_error(tmp_path: Path) -> None:
     site = _fake_site(tmp_path, with_plugin=True)
     code = """
-        from jacked.tokens import TokenizerUnavailable, count_tokens
+        from jacked.util.tokens import TokenizerUnavailable, count_tokens
         try:
             count_tokens("hello")
         except TokenizerUnavailable as e:
@@ -167,7 +167,7 @@ def test_missing_offline_data_is_a_clear_error(tmp_path: Path) -> None:
 def test_missing_plugin_is_a_clear_error(tmp_path: Path) -> None:
     site = _fake_site(tmp_path, with_plugin=False)
     code = """
-        from jacked.tokens import TokenizerUnavailable, get_encoding
+        from jacked.util.tokens import TokenizerUnavailable, get_encoding
         try:
             get_encoding()
         except TokenizerUnavailable as e:

@@ -31,7 +31,7 @@ def test_truncated_last_line_is_counted_not_fatal(tmp_path: Path) -> None:
     f = claude / f"{SID}.jsonl"
     f.write_text(json.dumps(prompt("first")) + "\n" + json.dumps(assistant("m1", text("ok")))[:40])
     from jacked.catalog import Catalog
-    from jacked.scanner import Scanner
+    from jacked.ingest.scan import Scanner
 
     cat = Catalog(tmp_path / "h" / "c.db")
     report = Scanner(cat, tmp_path / "claude").scan()
@@ -205,8 +205,8 @@ def test_subagent_work_is_not_the_parents(tmp_path: Path) -> None:
         assistant("s2", text("The foo lives in bar.py " * 10), isSidechain=True, agentId=agent)])
     (proj / SID / "subagents" / f"agent-{agent}.meta.json").write_text('{"agentType": "Explore"}')
     from jacked.catalog import Catalog
-    from jacked.history import turns_json
-    from jacked.scanner import Scanner
+    from jacked.query.history import turns_json
+    from jacked.ingest.scan import Scanner
 
     cat = Catalog(tmp_path / "h.db")
     Scanner(cat, claude).scan()
@@ -221,8 +221,8 @@ def test_subagent_work_is_not_the_parents(tmp_path: Path) -> None:
 def test_flat_subagent_tied_by_session_id_and_warmups(tmp_path: Path) -> None:
     from kit import claude_dir_with, write_jsonl
     from jacked.catalog import Catalog
-    from jacked.history import turns_json
-    from jacked.scanner import Scanner
+    from jacked.query.history import turns_json
+    from jacked.ingest.scan import Scanner
 
     claude = tmp_path / "claude"
     proj = claude / "projects" / "-p"
@@ -342,7 +342,7 @@ def test_huge_base64_line_is_read(tmp_path: Path) -> None:
 
 def test_empty_and_summary_only_files(tmp_path: Path) -> None:
     from jacked.catalog import Catalog
-    from jacked.scanner import Scanner
+    from jacked.ingest.scan import Scanner
 
     proj = tmp_path / "claude" / "projects" / "-p"
     proj.mkdir(parents=True)

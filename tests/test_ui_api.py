@@ -22,9 +22,9 @@ from kit import REAL
 
 from jacked.catalog import Catalog
 from jacked.config import load_settings
-from jacked.history import turns_json
-from jacked.scanner import scan
-from jacked.ui.server import UiConfigError, make_server, serve_in_thread
+from jacked.query.history import turns_json
+from jacked.ingest.scan import scan
+from jacked.surfaces.ui.server import UiConfigError, make_server, serve_in_thread
 
 WORKTREES = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
 GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
@@ -81,7 +81,7 @@ def fx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> Iterator[dict[str, Any]]:
     """A 6-session generated corpus with a real index (Edge shard, offline model)."""
-    from jacked.indexer import Indexer
+    from jacked.index.indexer import Indexer
 
     claude = tmp_path_factory.mktemp("ui-corpus") / "claude"
     subprocess.run([sys.executable, str(GEN), "--out", str(claude), "--sessions", "6", "--seed", "2"],
@@ -205,7 +205,7 @@ def test_unknown_or_pathlike_sessions(fx: dict[str, Any], ref: str, status: int)
 
 # --------------------------------------------------------------------------- stats
 def test_stats_is_compute_stats_plus_series(fx: dict[str, Any]) -> None:
-    from jacked.stats import StatsQuery, compute_stats
+    from jacked.query.stats import StatsQuery, compute_stats
 
     d = fx["client"].ok("/api/stats")
     want = compute_stats(fx["catalog"], StatsQuery())
@@ -222,7 +222,7 @@ def test_stats_is_compute_stats_plus_series(fx: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- retrieve
 def test_retrieve_is_exactly_the_library_result(fx: dict[str, Any]) -> None:
-    from jacked.retrieve import retrieve
+    from jacked.query.retrieve import retrieve
 
     body = {"session_ids": [WORKTREES[:8]], "mode": "smart", "budget": 4000, "git": False}
     d = fx["client"].ok("/api/retrieve", body)
@@ -313,7 +313,7 @@ def test_token_is_required_on_every_request(fx: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- hybrid search
 def test_search_endpoint_is_jacked_search(indexed: dict[str, Any]) -> None:
-    from jacked.search import SearchOptions, search_many
+    from jacked.query.search import SearchOptions, search_many
 
     q = indexed["truth"]["queries"][0]
     d = indexed["client"].ok("/api/search?q=" + urllib.request.quote(q["query"]) + "&limit=5")

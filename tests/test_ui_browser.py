@@ -39,7 +39,7 @@ pytestmark = [
 
 def jacked_cmd() -> list[str]:
     script = Path(sys.executable).parent / "jacked"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "jacked.cli.main"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "jacked.surfaces.cli.main"]
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +47,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The fixtures scanned into a temp home and served on a free port in this process."""
     from jacked.catalog import Catalog
     from jacked.config import load_settings
-    from jacked.scanner import scan
-    from jacked.ui.server import make_server, serve_in_thread
+    from jacked.ingest.scan import scan
+    from jacked.surfaces.ui.server import make_server, serve_in_thread
 
     home = tmp_path_factory.mktemp("ui-browser-home")
     settings = load_settings(REAL, jacked_home=str(home), user_name="tester")

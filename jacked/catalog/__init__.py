@@ -1,0 +1,530 @@
+"""The SQLite catalog (`JACKED_HOME/catalog.db`): sessions, turns, invocations, subagents,
+distilled texts, and per-file scan state for incremental work.
+
+Everything here is derived from transcripts and can be rebuilt; texts are stored redacted.
+A session's rows are replaced whole, together with its files' scan state, in one
+transaction, so a crash never leaves a session half-written.
+"""
+from __future__ import annotations
+
+import pickle
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from jacked.sources.model import Session, Turn
+
+SCHEMA_VERSION = 6
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, session_id TEXT, kind TEXT, layout TEXT, size INTEGER, mtime_ns INTEGER,
+    offset INTEGER, head_hash TEXT, tail_hash TEXT, lines INTEGER, malformed INTEGER,
+    pending_malformed INTEGER, parent_id TEXT, state BLOB, parser_version INTEGER, scanned_at REAL
+);
+CREATE INDEX IF NOT EXISTS files_session ON files(session_id);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY, file TEXT, project_dir TEXT, cwd TEXT, repo_name TEXT, git_branch TEXT,
+    slug TEXT, version_first TEXT, version_last TEXT, started_at TEXT, ended_at TEXT, turn_count INTEGER,
+    title TEXT, first_prompt TEXT, plan TEXT, plan_source TEXT, models TEXT, tool_call_count INTEGER,
+    tool_error_count INTEGER, input_tokens INTEGER, output_tokens INTEGER, lines INTEGER,
+    lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL,
+    content_seq INTEGER, user_name TEXT, own_title TEXT,
+    source TEXT,  -- where the transcript is: transcript (on disk) | archive (only archived) | history (prompts only)
+    tool_results_missing INTEGER  -- results referring to a 2.1.x tool-results/ file that is not there
+);
+CREATE INDEX IF NOT EXISTS sessions_repo ON sessions(repo_name);
+CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
+CREATE TABLE IF NOT EXISTS turns (
+    session_id TEXT, turn_index INTEGER, prompt TEXT, started_at TEXT, ended_at TEXT, duration_ms INTEGER,
+    duration_source TEXT, is_slash_command INTEGER, compacted INTEGER, interrupted INTEGER,
+    assistant_text TEXT, models TEXT, metrics TEXT, tool_call_count INTEGER, tool_error_count INTEGER,
+    lines_added INTEGER, lines_removed INTEGER, input_tokens INTEGER, output_tokens INTEGER, started_by TEXT,
+    prompt_uuid TEXT, repeat_of TEXT,
+    PRIMARY KEY (session_id, turn_index)
+);
+-- a resumed or forked session repeats its parent's turns (same line uuids): counted once
+CREATE INDEX IF NOT EXISTS turns_prompt_uuid ON turns(prompt_uuid) WHERE prompt_uuid IS NOT NULL;
+CREATE TABLE IF NOT EXISTS invocations (
+    session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, tool_name TEXT, tool_use_id TEXT,
+    sequence INTEGER, parallel_group INTEGER, is_error INTEGER, file_path TEXT, command TEXT,
+    description TEXT, input_brief TEXT, result_brief TEXT, timestamp TEXT, result_timestamp TEXT,
+    lines_added INTEGER, lines_removed INTEGER, file_created INTEGER, agent_id TEXT,
+    diff TEXT, before_hash TEXT, after_hash TEXT, repeated INTEGER
+);
+CREATE INDEX IF NOT EXISTS invocations_session ON invocations(session_id, owner, turn_index, ord);
+CREATE INDEX IF NOT EXISTS invocations_tool ON invocations(tool_name);
+CREATE INDEX IF NOT EXISTS invocations_file ON invocations(file_path) WHERE file_path IS NOT NULL;
+CREATE TABLE IF NOT EXISTS llm_calls (
+    session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, message_id TEXT, model TEXT, timestamp TEXT,
+    input_tokens INTEGER, output_tokens INTEGER, cache_read_tokens INTEGER, cache_creation_tokens INTEGER,
+    tool_calls INTEGER, repeated INTEGER
+);
+CREATE INDEX IF NOT EXISTS llm_calls_session ON llm_calls(session_id, owner, turn_index, ord);
+CREATE TABLE IF NOT EXISTS turn_events (
+    session_id TEXT, turn_index INTEGER, ord INTEGER, type TEXT, timestamp TEXT, data TEXT
+);
+CREATE INDEX IF NOT EXISTS turn_events_session ON turn_events(session_id);
+CREATE TABLE IF NOT EXISTS file_backups (
+    session_id TEXT, turn_index INTEGER, path TEXT, version INTEGER, backup_file TEXT, backup_time TEXT
+);
+CREATE INDEX IF NOT EXISTS file_backups_session ON file_backups(session_id);
+CREATE TABLE IF NOT EXISTS summaries (
+    session_id TEXT, turn_index INTEGER, kind TEXT, text TEXT, summarizer TEXT, model TEXT,
+    prompt_version TEXT, source_hash TEXT, created_at REAL,
+    PRIMARY KEY (session_id, kind, turn_index)
+);
+CREATE TABLE IF NOT EXISTS subagents (
+    session_id TEXT, ord INTEGER, agent_id TEXT, layout TEXT, file TEXT, agent_type TEXT, description TEXT,
+    tool_use_id TEXT, turn_index INTEGER, prompt TEXT, summary_text TEXT, started_at TEXT, ended_at TEXT,
+    tool_call_count INTEGER, tool_error_count INTEGER, tool_usage TEXT, is_warmup INTEGER,
+    role TEXT, team_name TEXT, member_name TEXT, workflow_run TEXT  -- role: subagent | teammate
+);
+CREATE INDEX IF NOT EXISTS subagents_session ON subagents(session_id);
+CREATE TABLE IF NOT EXISTS texts (
+    session_id TEXT, kind TEXT, ord INTEGER, text TEXT, timestamp TEXT, turn_index INTEGER, leaf_uuid TEXT
+);
+CREATE INDEX IF NOT EXISTS texts_session ON texts(session_id);
+CREATE INDEX IF NOT EXISTS texts_leaf ON texts(leaf_uuid) WHERE kind = 'foreign_label';
+-- uuids a `summary` line in another file may name (the last line of each turn): its labels' owner
+CREATE TABLE IF NOT EXISTS leaves (uuid TEXT PRIMARY KEY, session_id TEXT);
+CREATE INDEX IF NOT EXISTS leaves_session ON leaves(session_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);
+CREATE TABLE IF NOT EXISTS index_points (
+    point_id TEXT PRIMARY KEY, session_id TEXT, content_type TEXT, content_hash TEXT, user_name TEXT
+);
+CREATE INDEX IF NOT EXISTS index_points_session ON index_points(session_id);
+CREATE TABLE IF NOT EXISTS index_sessions (
+    session_id TEXT, user_name TEXT, indexed_seq INTEGER, dirty INTEGER, PRIMARY KEY (session_id, user_name)
+);
+CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB);
+"""
+
+# Tables rebuilt from the transcripts when the schema changes. The index bookkeeping
+# (`index_points`, `index_sessions`, `embed_cache`, the `meta` sequence) and `summaries` stay:
+# they are keyed by content hashes, so an upgrade re-embeds only texts that really changed.
+DERIVED_TABLES = ("files", "sessions", "turns", "invocations", "subagents", "texts", "llm_calls", "turn_events",
+                  "file_backups", "leaves")
+# Rows a session rewrite replaces (summaries are kept: each records the hash of what it
+# summarised, so an unchanged turn keeps its — possibly costly — summary across rescans).
+SESSION_TABLES = ("sessions", "turns", "invocations", "subagents", "texts", "llm_calls", "turn_events",
+                  "file_backups", "leaves")
+
+
+@dataclass(slots=True)
+class FileState:
+    """What the catalog remembers of one transcript file."""
+
+    path: str
+    session_id: str | None
+    kind: str  # "main" | "subagent"
+    layout: str | None
+    size: int
+    mtime_ns: int
+    offset: int
+    head_hash: str
+    tail_hash: str
+    lines: int
+    malformed: int
+    pending_malformed: int
+    parent_id: str | None
+    state: bytes | None
+    parser_version: int
+
+
+def dump_state(obj: Any) -> bytes:
+    """A builder's state for the catalog: pickled (our own trusted objects).
+
+    Not compressed: compressing cost more scan time than the disk it saved.
+    """
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_state(blob: bytes | None) -> Any:
+    if not blob:
+        return None
+    try:
+        return pickle.loads(blob)
+    except Exception:  # any unpickling problem means: re-read the file whole
+        return None
+
+
+class Catalog:
+    """The SQLite catalog. One instance per process; use `transaction()` for writes."""
+
+    def __init__(self, path: Path, migrate: bool = True) -> None:
+        """Open (and, unless `migrate=False` for a process that knows it is current, migrate)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        # Before anything is created (a no-op on an existing file): tool calls' briefs and
+        # diffs make rows of a few KiB, which spill into chains of 4 KiB overflow pages.
+        self.db.execute("PRAGMA page_size=16384")
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=60000")
+        if migrate:
+            self._migrate()
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            # The catalog is derived data: an old layout is dropped and rebuilt by the next scan.
+            with self.transaction():
+                for table in DERIVED_TABLES:
+                    self.db.execute(f"DROP TABLE IF EXISTS {table}")
+                for table in ("index_points", "index_sessions", "embed_cache", "meta", "summaries"):
+                    if not self._columns_match(table):  # a table whose own layout changed goes too
+                        self.db.execute(f"DROP TABLE IF EXISTS {table}")
+            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.db.executescript(SCHEMA)
+
+    def _columns_match(self, table: str) -> bool:
+        """Whether `table` exists with the columns SCHEMA gives it (or does not exist)."""
+        have = [r[1] for r in self.db.execute(f"PRAGMA table_info({table})")]
+        if not have:
+            return True
+        probe = sqlite3.connect(":memory:")
+        try:
+            probe.executescript(SCHEMA)
+            want = [r[1] for r in probe.execute(f"PRAGMA table_info({table})")]
+        finally:
+            probe.close()
+        return have == want
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ file state
+    def file_states(self) -> dict[str, FileState]:
+        """Every known file's state, without the (large) builder blobs."""
+        rows = self.db.execute(
+            "SELECT path, session_id, kind, layout, size, mtime_ns, offset, head_hash, tail_hash, lines, "
+            "malformed, pending_malformed, parent_id, NULL AS state, parser_version FROM files")
+        return {r[0]: FileState(*r) for r in rows}  # columns in field order
+
+    def file_blob(self, path: str) -> bytes | None:
+        row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
+        return row["state"] if row else None
+
+    def save_file_states(self, states: Iterable[FileState]) -> None:
+        now = time.time()
+        self.db.executemany(
+            "INSERT OR REPLACE INTO files (path, session_id, kind, layout, size, mtime_ns, offset, head_hash, "
+            "tail_hash, lines, malformed, pending_malformed, parent_id, state, parser_version, scanned_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(st.path, st.session_id, st.kind, st.layout, st.size, st.mtime_ns, st.offset, st.head_hash,
+              st.tail_hash, st.lines, st.malformed, st.pending_malformed, st.parent_id, st.state,
+              st.parser_version, now) for st in states])
+
+    # ------------------------------------------------------------------ sessions
+    def next_seq(self, count: int = 1) -> int:
+        """A catalog-wide increasing number: marks each rewrite of a session's rows.
+        With `count`, reserves that many and returns the last (the first is `last - count + 1`)."""
+        self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('seq', 0)")
+        self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq'", (count,))
+        return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+
+    def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], user_name: str | None = None,
+                         source: str = "transcript") -> None:
+        """Write sessions' rows, replacing what was there (call inside a transaction); each entry
+        is (session, lines skipped, known). `known=False` promises the session has no rows yet,
+        which saves the deletes. Rows are inserted with one statement per table for the batch."""
+        if not entries:
+            return
+        db = self.db
+        for s, _, known in entries:
+            if known:
+                for table in SESSION_TABLES:
+                    db.execute(f"DELETE FROM {table} WHERE session_id = ?", (s.session_id,))
+        seq = self.next_seq(len(entries)) - len(entries)
+        rows = _SessionRows()
+        now = time.time()
+        for s, lines_skipped, _ in entries:
+            seq += 1
+            rows.add_session(s, lines_skipped, seq, now, user_name, source)
+        rows.write(db)
+        written = [s.session_id for s, _, _ in entries]
+        self._resolve_labels(written)
+        self._mark_repeats(written)
+
+    def _mark_repeats(self, written: Sequence[str]) -> None:
+        """Turns that a resumed or forked session repeats from another (the same prompt line
+        uuid) count once: in the session that started first. The copies keep their rows (they
+        are shown) but are marked `repeat_of`, left out of the session's totals, of stats
+        and of the index."""
+        db = self.db
+        groups: dict[str, list[tuple[str, str, int, str | None]]] = {}
+        for i in range(0, len(written), 500):
+            part = list(written[i:i + 500])
+            for r in db.execute(
+                    "SELECT t.prompt_uuid, COALESCE(s.started_at, ''), t.session_id, t.turn_index, t.repeat_of "
+                    "FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+                    "WHERE t.prompt_uuid IN (SELECT prompt_uuid FROM turns WHERE prompt_uuid IS NOT NULL AND "
+                    f"session_id IN ({','.join('?' * len(part))}))", part):
+                groups.setdefault(r[0], []).append((r[1], r[2], r[3], r[4]))
+        changes: list[tuple[str | None, str, int]] = []
+        for copies in groups.values():
+            if len({sid for _, sid, _, _ in copies}) < 2:
+                continue
+            original = min(copies)[1]
+            for _, sid, turn, was in copies:
+                now = None if sid == original else original
+                if now != was:
+                    changes.append((now, sid, turn))
+        if not changes:
+            return
+        db.executemany("UPDATE turns SET repeat_of = ? WHERE session_id = ? AND turn_index = ?", changes)
+        touched = sorted({sid for _, sid, _ in changes})
+        for table in ("invocations", "llm_calls"):
+            db.executemany(
+                f"UPDATE {table} SET repeated = (SELECT t.repeat_of IS NOT NULL FROM turns t WHERE "
+                f"t.session_id = {table}.session_id AND t.turn_index = {table}.turn_index) "
+                "WHERE session_id = ? AND owner = ''", [(sid,) for sid in touched])
+        db.executemany(
+            "UPDATE sessions SET (tool_call_count, tool_error_count, input_tokens, output_tokens) = "
+            "(SELECT COALESCE(SUM(tool_call_count), 0), COALESCE(SUM(tool_error_count), 0), "
+            "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM turns t "
+            "WHERE t.session_id = sessions.session_id AND t.repeat_of IS NULL) WHERE session_id = ?",
+            [(sid,) for sid in touched])
+        stale = [sid for sid in touched if sid not in set(written)]
+        if stale:  # their points change: the next index run brings them up to date
+            seq = self.next_seq(len(stale)) - len(stale)
+            db.executemany("UPDATE sessions SET content_seq = ? WHERE session_id = ?",
+                           [(seq + i + 1, sid) for i, sid in enumerate(stale)])
+
+    def _resolve_labels(self, written: Sequence[str]) -> None:
+        """Give labels written in one file for another session (`foreign_label`, by their
+        leaf uuid) to that session: its title when it has none of its own, and a new content
+        sequence so that its points are brought up to date. Runs for the sessions just written
+        and every session their labels name."""
+        db = self.db
+        affected: set[str] = set(written)
+        for i in range(0, len(written), 500):
+            part = list(written[i:i + 500])
+            marks = ",".join("?" * len(part))
+            affected.update(r[0] for r in db.execute(
+                f"SELECT l.session_id FROM texts t JOIN leaves l ON l.uuid = t.leaf_uuid "
+                f"WHERE t.kind = 'foreign_label' AND t.session_id IN ({marks})", part))
+        owners = sorted(affected - set(written))
+        if owners:
+            seq = self.next_seq(len(owners)) - len(owners)
+            db.executemany("UPDATE sessions SET content_seq = ? WHERE session_id = ?",
+                           [(seq + i + 1, sid) for i, sid in enumerate(owners)])
+        ids = sorted(affected)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            db.execute(
+                "UPDATE sessions SET title = COALESCE(own_title, (SELECT t.text FROM texts t JOIN leaves l "
+                "ON l.uuid = t.leaf_uuid WHERE t.kind = 'foreign_label' AND l.session_id = sessions.session_id "
+                "ORDER BY t.timestamp, t.session_id, t.ord LIMIT 1)) "
+                f"WHERE session_id IN ({','.join('?' * len(part))})", part)
+
+    # ------------------------------------------------------------------ queries
+    # ------------------------------------------------------------------ queries
+    def session_ids(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT session_id FROM sessions WHERE has_main = 1 ORDER BY session_id")]
+
+    def list_sessions(self, repo: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Sessions with a main file, newest first."""
+        sql = "SELECT * FROM sessions WHERE has_main = 1"
+        args: list[Any] = []
+        if repo:
+            sql += " AND (repo_name = ? OR cwd = ?)"
+            args += [repo, repo]
+        sql += " ORDER BY COALESCE(started_at, '') DESC, session_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [dict(r) for r in self.db.execute(sql, args)]
+
+    def get_session_row(self, session_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        return dict(row) if row else None
+
+    def existing_session_ids(self, session_ids: Sequence[str]) -> set[str]:
+        """Those of `session_ids` that have a row in `sessions`."""
+        found: set[str] = set()
+        for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
+            part = session_ids[i:i + 500]
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT session_id FROM sessions WHERE session_id IN ({','.join('?' * len(part))})", part))
+        return found
+
+    def find_session_ids(self, prefix: str) -> list[str]:
+        """Sessions whose id starts with `prefix` (LIKE wildcards in the prefix are escaped)."""
+        esc = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return [r[0] for r in self.db.execute(
+            "SELECT session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\' ORDER BY session_id LIMIT 50",
+            (esc + "%",))]
+
+    def session_for_file(self, path: str) -> str | None:
+        row = self.db.execute("SELECT session_id FROM files WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def turn_rows(self, session_id: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM turns WHERE session_id = ? ORDER BY turn_index", (session_id,))]
+
+    def invocation_rows(self, session_id: str, owner: str = "") -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM invocations WHERE session_id = ? AND owner = ? ORDER BY turn_index, ord",
+            (session_id, owner))]
+
+    def event_texts(self, session_id: str) -> dict[int, list[str]]:
+        """turn index → the texts of its events (command outputs, notification summaries)."""
+        out: dict[int, list[str]] = {}
+        for turn_index, data in self.db.execute(
+                "SELECT turn_index, data FROM turn_events WHERE session_id = ? AND type IN ('command_output', "
+                "'notification') ORDER BY turn_index, ord", (session_id,)):
+            d = orjson.loads(data or "{}")
+            text = d.get("output") or d.get("summary")
+            if text:
+                out.setdefault(turn_index, []).append(text)
+        return out
+
+    def subagent_rows(self, session_id: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(
+            "SELECT * FROM subagents WHERE session_id = ? ORDER BY ord", (session_id,))]
+
+    def text_rows(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's distilled texts, with the labels other files wrote for it (as
+        `summary_label`, after its own) and without the ones it holds for others."""
+        own = [dict(r) for r in self.db.execute(
+            "SELECT * FROM texts WHERE session_id = ? AND kind != 'foreign_label' ORDER BY ord", (session_id,))]
+        given = [dict(r) for r in self.db.execute(
+            "SELECT t.* FROM texts t JOIN leaves l ON l.uuid = t.leaf_uuid "
+            "WHERE t.kind = 'foreign_label' AND l.session_id = ? ORDER BY t.timestamp, t.session_id, t.ord",
+            (session_id,))]
+        for i, row in enumerate(given):
+            row["kind"], row["session_id"], row["ord"] = "summary_label", session_id, len(own) + i
+        return own + given
+
+    def point_rows(self, point_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """What this catalog indexed of `point_ids`: id → session_id, content_hash, user_name and
+        the session's repo_name, started and ended times (what search ranks a point by)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(point_ids), 500):
+            part = list(point_ids[i:i + 500])
+            for r in self.db.execute(
+                    "SELECT i.point_id, i.session_id, i.content_hash, i.user_name, s.repo_name, s.started_at, "
+                    "s.ended_at FROM index_points i LEFT JOIN sessions s ON s.session_id = i.session_id "
+                    f"WHERE i.point_id IN ({','.join('?' * len(part))})", part):
+                found[r[0]] = {"session_id": r[1], "content_hash": r[2], "user_name": r[3], "repo_name": r[4],
+                               "session_started_at": r[5], "session_ended_at": r[6]}
+        return found
+
+    def copies_of(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """Of `session_ids`, those whose every turn repeats turns of one other session (a
+        fork or a resume that added nothing yet): session id -> that session's id."""
+        found: dict[str, str] = {}
+        for i in range(0, len(session_ids), 500):
+            part = list(session_ids[i:i + 500])
+            found.update((r[0], r[1]) for r in self.db.execute(
+                "SELECT session_id, MIN(repeat_of) FROM turns WHERE session_id IN "
+                f"({','.join('?' * len(part))}) GROUP BY session_id "
+                "HAVING COUNT(*) = COUNT(repeat_of) AND MIN(repeat_of) = MAX(repeat_of)", part))
+        return found
+
+    def totals(self) -> dict[str, int]:
+        row = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(turn_count),0), COALESCE(SUM(lines_skipped),0) "
+            "FROM sessions WHERE has_main = 1").fetchone()
+        return {"sessions": row[0], "turns": row[1], "lines_skipped": row[2]}
+
+
+class _SessionRows:
+    """The rows of a batch of sessions, table by table, written with one `executemany` each."""
+
+    def __init__(self) -> None:
+        self.sessions: list[tuple[Any, ...]] = []
+        self.turns: list[tuple[Any, ...]] = []
+        self.invocations: list[tuple[Any, ...]] = []
+        self.llm_calls: list[tuple[Any, ...]] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.backups: list[tuple[Any, ...]] = []
+        self.subagents: list[tuple[Any, ...]] = []
+        self.texts: list[tuple[Any, ...]] = []
+        self.leaves: list[tuple[Any, ...]] = []
+
+    def add_session(self, s: Session, lines_skipped: int, seq: int, now: float, user_name: str | None,
+                    source: str = "transcript") -> None:
+        sid = s.session_id
+        ms = [t.metrics for t in s.turns]
+        self.sessions.append(
+            (sid, s.file, s.project_dir, s.cwd, s.repo_name, s.git_branch, s.slug, s.version_first,
+             s.version_last, s.started_at, s.ended_at, len(s.turns), s.title, s.first_prompt, s.plan,
+             s.plan_source, orjson.dumps(s.models).decode(), sum(m.tool_call_count for m in ms),
+             sum(m.tool_error_count for m in ms),
+             sum(m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens for m in ms),
+             sum(m.output_tokens for m in ms), s.lines, lines_skipped,
+             sum(1 for a in s.subagents if not a.is_warmup),
+             # listed: a file with messages (one of summaries or snapshots only is not a session),
+             # or turns without a file (prompt-only sessions, from history.jsonl)
+             1 if (s.file and s.message_lines) or s.turns else 0, now, seq, user_name, s.title, source,
+             s.tool_results_missing))
+        self.leaves.extend((u, sid) for u in s.leaf_uuids)
+        self._add_turns(sid, s.turns)
+        for i, a in enumerate(s.subagents):
+            self.subagents.append(
+                (sid, i, a.agent_id, a.layout, a.file, a.agent_type, a.description, a.tool_use_id, a.turn_index,
+                 a.prompt, a.summary_text, a.started_at, a.ended_at, a.tool_call_count, a.tool_error_count,
+                 orjson.dumps(a.tool_usage).decode(), int(a.is_warmup), a.role, a.team_name, a.member_name,
+                 a.workflow_run))
+            self._add_invocations(sid, a.agent_id or f"inline-{i}", a.turns)
+        self.texts.extend((sid, t.kind, i, t.text, t.timestamp, t.turn_index, t.leaf_uuid)
+                          for i, t in enumerate(s.texts))
+
+    def _add_turns(self, sid: str, turns: list[Turn]) -> None:
+        for t in turns:
+            m = t.metrics
+            self.turns.append(
+                (sid, t.index, t.prompt, t.started_at, t.ended_at, t.duration_ms, t.duration_source,
+                 int(t.is_slash_command), int(t.compacted), int(t.interrupted), t.assistant_text,
+                 orjson.dumps(t.models).decode(), orjson.dumps(m.to_json()).decode(), m.tool_call_count,
+                 m.tool_error_count, m.lines_added, m.lines_removed,
+                 m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens, t.started_by,
+                 t.prompt_uuid, None))
+            for i, e in enumerate(t.events):
+                self.events.append((sid, t.index, i, e.type, e.timestamp, orjson.dumps(e.data).decode()))
+            for b in t.backups:
+                self.backups.append((sid, t.index, b.path, b.version, b.backup_file, b.backup_time))
+        self._add_invocations(sid, "", turns)
+
+    def _add_invocations(self, sid: str, owner: str, turns: list[Turn]) -> None:
+        for t in turns:
+            for i, v in enumerate(t.invocations):
+                self.invocations.append(
+                    (sid, owner, t.index, i, v.tool_name, v.tool_use_id, v.sequence, v.parallel_group,
+                     int(v.is_error), v.file_path, v.command, v.description, v.input_brief, v.result_brief,
+                     v.timestamp, v.result_timestamp, v.lines_added, v.lines_removed, int(v.file_created),
+                     v.agent_id, v.diff, v.before_hash, v.after_hash, 0))
+            self.llm_calls.extend(
+                (sid, owner, t.index, i, c.message_id, c.model, c.timestamp, c.input_tokens, c.output_tokens,
+                 c.cache_read_tokens, c.cache_creation_tokens, c.tool_calls, 0) for i, c in enumerate(t.llm_calls))
+
+    def write(self, db: sqlite3.Connection) -> None:
+        for table, rows in (("sessions", self.sessions), ("turns", self.turns), ("invocations", self.invocations),
+                            ("llm_calls", self.llm_calls), ("turn_events", self.events),
+                            ("file_backups", self.backups), ("subagents", self.subagents), ("texts", self.texts)):
+            if rows:
+                db.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+        if self.leaves:  # a resumed session repeats its parent's last lines: the first owner keeps them
+            db.executemany("INSERT OR IGNORE INTO leaves VALUES (?, ?)", self.leaves)

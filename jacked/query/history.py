@@ -1,0 +1,159 @@
+"""Structured views of the catalog: sessions, turns and export, in the CLI contract's shapes.
+
+These are the library functions behind `jacked sessions`, `turns`, `export` and `show`.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from jacked.catalog import Catalog
+from jacked.ingest.scan import Scanner, ScanReport
+from jacked.sources.claude.discover import SessionFiles, SubagentFile, is_agent_file, is_compaction_file, session_dir_files
+from jacked.sources.reader import first_record
+
+
+class SessionNotFound(Exception):
+    """The session reference matches nothing, or more than one session."""
+
+
+SESSION_FIELDS = ("session_id", "repo_name", "cwd", "started_at", "ended_at", "turn_count", "title")
+
+
+def session_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """The `sessions --json` fields of a session row, plus a few helpful extras."""
+    out = {k: row.get(k) for k in SESSION_FIELDS}
+    out["title"] = row.get("title") or None
+    out.update({
+        # a first prompt can be a pasted file: a list shows its head (`show` has it whole)
+        "first_prompt": _head(row.get("first_prompt"), FIRST_PROMPT_CHARS), "git_branch": row.get("git_branch"), "slug": row.get("slug"),
+        "version": row.get("version_first"), "tool_call_count": row.get("tool_call_count"),
+        "tool_error_count": row.get("tool_error_count"), "subagent_count": row.get("subagent_count"),
+        "input_tokens": row.get("input_tokens"), "output_tokens": row.get("output_tokens"),
+        "lines_skipped": row.get("lines_skipped"), "file": row.get("file") or None,
+        # where the transcript is: transcript (on disk) | archive (only in jacked's archive) |
+        # history (deleted before jacked saw it: the prompts from history.jsonl only)
+        "source": row.get("source") or "transcript",
+    })
+    return out
+
+
+FIRST_PROMPT_CHARS = 300
+
+
+def _head(text: str | None, limit: int) -> str | None:
+    return text if text is None or len(text) <= limit else text[:limit].rstrip() + "…"
+
+
+def list_sessions(catalog: Catalog, repo: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    return [session_summary(r) for r in catalog.list_sessions(repo, limit)]
+
+
+def resolve_session(catalog: Catalog, ref: str, claude_dir: Path | None = None) -> str:
+    """A full session id, a unique prefix, or a transcript path → the session id."""
+    ref = ref.strip()
+    if not ref:
+        raise SessionNotFound("empty session reference: give a session id, a unique prefix or a file path")
+    if catalog.get_session_row(ref):
+        return ref
+    path = Path(ref).expanduser()
+    if path.suffix == ".jsonl" or path.exists():
+        for c in (str(path.absolute()), str(path.resolve())):
+            sid = catalog.session_for_file(c)
+            if sid:
+                return sid
+        if catalog.get_session_row(path.stem):
+            return path.stem
+    matches = catalog.find_session_ids(ref)
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        shown = ", ".join(m[:12] for m in matches[:5])
+        raise SessionNotFound(f"'{ref}' matches {len(matches)} sessions ({shown}…): give more of the id")
+    raise SessionNotFound(f"no session '{ref}' in the catalog: run `jacked scan` first, or check `jacked sessions`")
+
+
+def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
+    """`turns SESSION --json`: every turn with its invocations and metrics."""
+    invs: dict[int, list[dict[str, Any]]] = {}
+    for r in catalog.invocation_rows(session_id):
+        invs.setdefault(r["turn_index"], []).append({
+            "tool_name": r["tool_name"], "tool_use_id": r["tool_use_id"], "sequence": r["sequence"],
+            "parallel_group": r["parallel_group"], "is_error": bool(r["is_error"]), "timestamp": r["timestamp"],
+            "file_path": r["file_path"], "command": r["command"], "agent_id": r["agent_id"],
+            "input": r["input_brief"], "result": r["result_brief"],
+        })
+    turns = []
+    for t in catalog.turn_rows(session_id):
+        metrics = orjson.loads(t["metrics"]) if t["metrics"] else {}
+        turns.append({
+            "index": t["turn_index"], "prompt": t["prompt"], "started_at": t["started_at"],
+            "ended_at": t["ended_at"], "duration_ms": t["duration_ms"], "duration_source": t["duration_source"],
+            "is_slash_command": bool(t["is_slash_command"]), "started_by": t["started_by"],
+            "compacted": bool(t["compacted"]),
+            "interrupted": bool(t["interrupted"]), "models": orjson.loads(t["models"] or "[]"),
+            "assistant_text": t["assistant_text"], "invocations": invs.get(t["turn_index"], []),
+            "metrics": metrics,
+        })
+    subagents = [{
+        "agent_id": a["agent_id"], "agent_type": a["agent_type"], "description": a["description"],
+        "layout": a["layout"], "tool_use_id": a["tool_use_id"], "turn_index": a["turn_index"],
+        "summary_text": a["summary_text"], "tool_call_count": a["tool_call_count"],
+        "tool_error_count": a["tool_error_count"], "is_warmup": bool(a["is_warmup"]), "file": a["file"],
+        "role": a.get("role") or "subagent", "team_name": a.get("team_name"), "member_name": a.get("member_name"),
+        "workflow_run": a.get("workflow_run"),
+    } for a in catalog.subagent_rows(session_id)]
+    texts = [{"kind": x["kind"], "text": x["text"], "timestamp": x["timestamp"], "turn_index": x["turn_index"]}
+             for x in catalog.text_rows(session_id)]
+    row = catalog.get_session_row(session_id) or {}
+    return {"session_id": session_id, "turns": turns, "subagents": subagents, "texts": texts,
+            "plan": row.get("plan"), "plan_source": row.get("plan_source")}
+
+
+def export_rows(catalog: Catalog, session_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """`export`: one object per session, the `sessions` fields plus `turns`."""
+    ids = session_ids if session_ids else [r["session_id"] for r in catalog.list_sessions()]
+    out = []
+    for sid in ids:
+        row = catalog.get_session_row(sid)
+        if row is None:
+            continue
+        obj = session_summary(row)
+        obj.update(turns_json(catalog, sid))
+        out.append(obj)
+    return out
+
+
+def session_files_for_path(path: Path) -> SessionFiles:
+    """The files of the session whose main transcript is `path`, wherever it lies."""
+    path = path.resolve()
+    sid = path.stem
+    files = SessionFiles(session_id=sid, project_dir=path.parent.name, main=path)
+    files.subagents, files.compactions, files.tool_results = session_dir_files(path.parent / sid)
+    for f in sorted(path.parent.glob("agent-*.jsonl")):
+        rec = first_record(f)
+        if rec and rec.get("sessionId") == sid and f != path:
+            if is_compaction_file(f):
+                files.compactions.append(SubagentFile(f, "acompact"))
+            else:
+                files.subagents.append(SubagentFile(f, "flat"))
+    if is_agent_file(path):
+        files.main = None
+        files.subagents.append(SubagentFile(path, "flat"))
+    return files
+
+
+def catalog_for_path(path: Path, plans_dir: Path | None = None) -> tuple[Catalog, str, ScanReport]:
+    """An in-memory catalog holding just the session of the transcript at `path`."""
+    if not path.is_file():
+        raise SessionNotFound(f"no transcript file at {path}")
+    catalog = Catalog(Path(":memory:"))
+    root = Path(plans_dir).parent if plans_dir else Path(tempfile.gettempdir())
+    scanner = Scanner(catalog, root)
+    report = ScanReport()
+    group = session_files_for_path(path)
+    scanner.scan_group(group, report)
+    return catalog, group.session_id, report

@@ -1,0 +1,436 @@
+"""Search: dense and BM25 candidates fused per session, exact phrases first, then weighted.
+
+Each leg (dense cosine, BM25) returns its best `CANDIDATES` points with their raw scores.
+A session's score on a leg is built from its best three matches on that leg (one strong
+match counts most, corroborating ones break ties); the two legs are normalised by the best
+session of the query and mixed (`LEXICAL_SHARE`). Fusing sessions rather than points lets a
+session that matches on both legs, or on several points, rise above one that matches once;
+scoring by value rather than rank lets a clearly better lexical match win over a middling
+semantic one (equal-weight RRF over points let the weaker dense leg pull good BM25 ranks
+down). A session holding the query verbatim — a quoted phrase, an error line, a path — is
+ranked above every session that does not.
+
+The relevance is then weighted for whose session it is (own 1.0, teammate
+`teammate_weight`), where it was (current repo 1.0, other `other_repo_weight`) and when
+(`0.5 ** (age_weeks / time_decay_halflife_weeks)`). Forks and resumes whose best match is
+the very same text are shown once. Every answer says how sure it is (`confidence`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jacked.config import Settings
+from jacked.index.extract import CONTENT_TYPES
+from jacked.util.time import age_days, now_utc, parse_since, relative_age
+
+MAX_QUERY_CHARS = 2000
+CANDIDATES = 150  # points each leg (dense, BM25) brings to the session fusion
+# What ranking needs of a point the catalog does not know (a teammate's, on a server).
+KEY_FIELDS = ["session_id", "content_hash", "user_name", "repo_name", "session_started_at", "session_ended_at",
+              "timestamp"]
+# What a shown match needs.
+SHOW_FIELDS = ["content_type", "text", "turn_index", "title"]
+EXACT_CHECKED = 30  # the best lexical hits whose text is read for a verbatim match
+MATCHES_SHOWN = 3
+SNIPPET_CHARS = 400
+# Weights of a session's 1st, 2nd and 3rd best matches in its score on a leg: one strong
+# match counts most, corroborating matches break ties between similar sessions.
+MATCH_WEIGHTS = (1.0, 0.35, 0.15)
+# The lexical leg's share of the fused relevance (the dense leg has the rest): measured on
+# the real dev set and the generated bank (scripts/search_eval.py), 0.4–0.5 is a plateau.
+LEXICAL_SHARE = 0.4
+# Age decays only this part of a session's weight: recency orders sessions that are about
+# equally relevant, it must not bury the one session that holds the answer.
+RECENCY_FLOOR = 0.8
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class SearchError(ValueError):
+    """A query or filter the user must fix."""
+
+
+def sanitize_query(query: str) -> str:
+    """Control characters stripped, whitespace folded, at most 2,000 characters."""
+    q = " ".join(_CONTROL.sub(" ", query or "").split())
+    if not q:
+        raise SearchError("empty query: give some words to search for")
+    return q[:MAX_QUERY_CHARS]
+
+
+# `--scope`: which layer of the memory to search (the content types of each layer).
+SCOPES: dict[str, tuple[str, ...] | None] = {
+    "sessions": ("session_summary", "plan", "title", "summary_label", "compact_summary", "recap",
+                 "subagent_summary"),
+    "turns": ("turn_summary", "user_message", "assistant_response"),
+    "messages": ("user_message", "assistant_response", "chunk"),
+    "all": None,
+}
+
+
+@dataclass
+class SearchOptions:
+    """Filters and weighting of a search."""
+
+    types: list[str] | None = None
+    scope: str | None = None  # sessions | turns | messages | all; narrows `types` to that layer
+    agent_type: str | None = None
+    repo: str | None = None
+    user: str | None = None
+    mine: bool = False
+    since: str | None = None
+    limit: int = 10
+    current_repo: str | None = None
+    now: datetime | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+
+    def content_types(self) -> list[str] | None:
+        """The content types to search: `types`, within the `scope`'s layer when both are given."""
+        layer = SCOPES.get(self.scope or "all")
+        if layer is None:
+            return self.types
+        if not self.types:
+            return list(layer)
+        return [t for t in self.types if t in layer]
+
+    def validate(self) -> None:
+        if self.scope is not None and self.scope not in SCOPES:
+            raise SearchError(f"unknown scope {self.scope!r}: use one of {', '.join(SCOPES)}")
+        if self.scope and self.types and not self.content_types():
+            raise SearchError(f"none of the --type values is in scope {self.scope!r}")
+        for t in self.types or []:
+            if t not in CONTENT_TYPES:
+                raise SearchError(f"unknown content type {t!r}: use one of {', '.join(CONTENT_TYPES)}")
+        if self.limit < 1:
+            raise SearchError("-n must be at least 1")
+
+
+def current_repo_name(cwd: Path | None = None) -> str | None:
+    """The repo the user is in: the git top-level's name, else the folder's name."""
+    from jacked.sources.claude.discover import repo_name_of
+
+    here = (cwd or Path.cwd()).resolve()
+    for p in [here, *here.parents]:
+        if (p / ".git").exists():
+            return repo_name_of(str(p))
+    return repo_name_of(str(here))
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+# A word with inner punctuation: a path, a dotted or snake_case name, a flag, a version.
+_IDENTIFIER = re.compile(r"[a-z0-9][_/.:\\-]+[a-z0-9_]|(?:^|\s)[_./-]+[a-z0-9]")
+# Marks of text copied rather than typed: an error line's colon or quotes, brackets, an
+# operator, a word with digits in it (E501, SIM115, v2).
+_VERBATIM = re.compile(r"[:'\"()\[\]{}<>=#@!$%^&*|\\]|[a-z][0-9]|[0-9][a-z]")
+_QUOTED = re.compile(r'"([^"]+)"|`([^`]+)`')
+PHRASE_MIN_WORDS = 3
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def exact_phrases(query: str) -> list[str]:
+    """What the query asks for verbatim: its "quoted" or `backticked` parts, else the whole
+    query when it reads as copied text (an identifier, or three words or more with an error
+    line's punctuation or a word with digits). Plain words are left to the ranking."""
+    quoted = [_fold(a or b) for a, b in _QUOTED.findall(query) if (a or b).strip()]
+    if quoted:
+        return quoted
+    q = _fold(query)
+    if _IDENTIFIER.search(q) or (len(_WORD.findall(q)) >= PHRASE_MIN_WORDS and _VERBATIM.search(q)):
+        return [q]
+    return []
+
+
+def _phrase_patterns(phrases: list[str]) -> list[tuple[str, re.Pattern[str]]]:
+    """(longest word, pattern) of each phrase; a phrase must not start or end inside a word
+    ("ci" is not in "specific")."""
+    return [(max(p.split(), key=len),
+             re.compile(("(?<![a-z0-9])" if p[0].isalnum() else "") + re.escape(p)
+                        + ("(?![a-z0-9])" if p[-1].isalnum() else "")))
+            for p in phrases]
+
+
+def _found_at(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> int | None:
+    """Where (in the whitespace-folded text) the first phrase starts, when `text` holds every
+    phrase; None otherwise. The cheap test (each phrase's longest word) goes first."""
+    low = text.lower()
+    if not all(probe in low for probe, _ in patterns):
+        return None
+    folded = " ".join(low.split())
+    found = [pat.search(folded) for _, pat in patterns]
+    return found[0].start() if all(found) else None  # type: ignore[union-attr]
+
+
+@dataclass
+class _Session:
+    """A session's candidate points from both legs."""
+
+    meta: dict[str, Any]  # session_id, user_name, repo_name, session_started_at, session_ended_at
+    dense: list[float] = field(default_factory=list)
+    lexical: list[float] = field(default_factory=list)
+    points: dict[str, dict[str, Any]] = field(default_factory=dict)  # content key → point id and leg scores
+    exact: bool = False
+
+
+class Searcher:
+    """Answers queries against one open store; load once, ask many (for `--batch`).
+
+    The legs return ids and scores only: on an Edge shard, reading a point's payload costs
+    more than finding it. What ranking needs of a point (its session, its content hash) comes
+    from the catalog, which recorded it when indexing; only points the catalog does not know
+    (a teammate's, on a server) are read for it. Texts are read for the matches shown and,
+    when the query asks for a phrase, for the best lexical hits.
+    """
+
+    def __init__(self, settings: Settings, store: Any, dense: Any, sparse: Any, catalog: Any | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.dense = dense
+        self.sparse = sparse
+        self.catalog = catalog
+        self._shown: dict[str, dict[str, Any]] = {}
+
+    def search(self, query: str, opts: SearchOptions) -> dict[str, Any]:
+        """The `search --json` object for one query."""
+        from jacked.index.store import SearchFilter
+
+        opts.validate()
+        q = sanitize_query(query)
+        now = opts.now or now_utc()
+        since_ts = parse_since(opts.since, now).timestamp() if opts.since else None
+        user = self.settings.user_name if opts.mine else opts.user
+        flt = SearchFilter(content_types=opts.content_types(), agent_type=opts.agent_type, repo=opts.repo, user_name=user,
+                           since_ts=since_ts)
+        phrases = exact_phrases(q)
+        # Quotes and backticks mark a phrase; the legs get the words alone.
+        words = _QUOTED.sub(lambda m: m.group(1) or m.group(2), q) if phrases else q
+        sparse_vec = self.sparse.embed_query(words)
+        dense_hits, lexical_hits = self.store.search_each(self.dense.embed_query(words), sparse_vec, flt,
+                                                          limit=CANDIDATES, fields=[])
+        self._shown = {}  # point id → what a shown match needs (read once per query)
+        keys = self._point_keys(list(dict.fromkeys(h.id for h in dense_hits + lexical_hits)))
+        sessions = self._sessions(dense_hits, lexical_hits, keys)
+        if phrases:
+            self._mark_exact(lexical_hits[:EXACT_CHECKED], keys, sessions, _phrase_patterns(phrases))
+        results = self._rank(sessions, opts, now)
+        confidence = self._confidence(results, sparse_vec)
+        return {"query": q, "confidence": confidence, "results": results}
+
+    def _point_keys(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """point id → its session, content hash, user and the session's repo and times."""
+        keys = self.catalog.point_rows(ids) if self.catalog is not None else {}
+        missing = [i for i in ids if i not in keys]
+        if missing:
+            keys.update((h.id, h.payload) for h in self.store.retrieve(missing, KEY_FIELDS))
+        return keys
+
+    @staticmethod
+    def _sessions(dense_hits: list[Any], lexical_hits: list[Any],
+                  keys: dict[str, dict[str, Any]]) -> dict[str, _Session]:
+        sessions: dict[str, _Session] = {}
+        for leg, hits in (("dense", dense_hits), ("lexical", lexical_hits)):
+            for h in hits:
+                meta = keys.get(h.id)
+                sid = meta.get("session_id") if meta else None
+                if not sid:
+                    continue
+                s = sessions.setdefault(sid, _Session(meta))
+                key = meta.get("content_hash") or h.id
+                point = s.points.get(key)
+                if point is None:
+                    point = s.points[key] = {"id": h.id, "dense": 0.0, "lexical": 0.0}
+                elif point[leg]:
+                    continue  # the same text twice in a session counts once
+                point[leg] = h.score
+                getattr(s, leg).append(h.score)
+        return sessions
+
+    def _mark_exact(self, hits: list[Any], keys: dict[str, dict[str, Any]], sessions: dict[str, _Session],
+                    patterns: list[tuple[str, re.Pattern[str]]]) -> None:
+        """A verbatim match holds every word of the phrase, so it is among the best lexical hits."""
+        for h in self.store.retrieve([h.id for h in hits], SHOW_FIELDS):
+            self._shown[h.id] = h.payload  # read once: the match may be shown too
+            meta = keys.get(h.id) or {}
+            s = sessions.get(meta.get("session_id"))
+            at = _found_at(h.payload.get("text") or "", patterns) if s is not None else None
+            if at is not None:
+                s.exact = True
+                point = s.points[meta.get("content_hash") or h.id]
+                point["exact"], point["at"] = True, at
+
+    def _rank(self, sessions: dict[str, _Session], opts: SearchOptions, now: datetime) -> list[dict[str, Any]]:
+        w = self.settings
+        teammate = opts.weights.get("teammate_weight", getattr(w, "teammate_weight", 0.8))
+        other_repo = opts.weights.get("other_repo_weight", getattr(w, "other_repo_weight", 0.7))
+        halflife = opts.weights.get("time_decay_halflife_weeks", getattr(w, "time_decay_halflife_weeks", 35))
+
+        def leg_score(scores: list[float]) -> float:
+            if len(scores) < 2:
+                return scores[0] if scores else 0.0
+            return sum(wt * sc for wt, sc in zip(MATCH_WEIGHTS, sorted(scores, reverse=True)))
+
+        recency: dict[Any, float] = {}  # session end time → its weight (sessions often share none, but parse once)
+
+        dense_of = {sid: leg_score(s.dense) for sid, s in sessions.items()}
+        lexical_of = {sid: leg_score(s.lexical) for sid, s in sessions.items()}
+        tops = (max(dense_of.values(), default=0.0) or 1.0, max(lexical_of.values(), default=0.0) or 1.0)
+        scored = []
+        for sid, s in sessions.items():
+            m = s.meta
+            relevance = LEXICAL_SHARE * lexical_of[sid] / tops[1] + (1 - LEXICAL_SHARE) * dense_of[sid] / tops[0]
+            weight = 1.0
+            if m.get("user_name") and m.get("user_name") != w.user_name:
+                weight *= teammate
+            if opts.current_repo and m.get("repo_name") and m.get("repo_name") != opts.current_repo:
+                weight *= other_repo
+            ended = m.get("session_ended_at") or m.get("timestamp")
+            if ended not in recency:
+                days = age_days(ended, now)
+                recency[ended] = (1.0 if days is None or not halflife else
+                                  RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(days, 0) / 7 / halflife))
+            weight *= recency[ended]
+            scored.append((not s.exact, -relevance * weight, sid, relevance))
+        # Verbatim matches first, whatever their weights: the user asked for that string.
+        scored.sort()
+        results: list[dict[str, Any]] = []
+        seen_dup: dict[str, dict[str, Any]] = {}
+        # Only the sessions that can still make the list are looked at closely, a page at a time.
+        for page in range(0, len(scored), opts.limit * 3):
+            chunk = scored[page:page + opts.limit * 3]
+            # A fork or resume that only repeats another session's turns is that session again.
+            copies = self.catalog.copies_of([c[2] for c in chunk]) if self.catalog is not None else {}
+            shown = {sid: _best_points(sessions[sid], tops) for _, _, sid, _ in chunk}
+            wanted = [p["id"] for pts in shown.values() for p in pts if p["id"] not in self._shown]
+            self._shown.update((h.id, h.payload) for h in self.store.retrieve(wanted, SHOW_FIELDS))
+            payloads = self._shown
+            for _, neg_score, sid, relevance in chunk:
+                r = _result(sid, sessions[sid], shown[sid], payloads, -neg_score, relevance, now)
+                keys = [k for k in (r.pop("_dup"), "session:" + copies.get(sid, sid)) if k]
+                first = next((seen_dup[k] for k in keys if k in seen_dup), None)
+                if first is not None:
+                    first.setdefault("also", []).append(sid)
+                    continue
+                for k in keys:
+                    seen_dup[k] = r
+                results.append(r)
+                if len(results) >= opts.limit:
+                    break
+            if len(results) >= opts.limit:
+                break
+        self._fill_titles(results)
+        return results
+
+    def _confidence(self, results: list[dict[str, Any]], query_vec: Any) -> str:
+        """How sure the best answer is: "high", "medium", "low", or "none" without results.
+
+        From what does not depend on the rest of the corpus: a verbatim match; the share of
+        the query's words (BM25 terms) that the best session's top matches hold; the best
+        cosine. Each result gets its own; the answer's is its first result's.
+        """
+        terms = set(query_vec.indices) if query_vec is not None else set()
+        for r in results:
+            texts = r.pop("_texts")
+            best_dense = r.pop("_best_dense")
+            coverage = 0.0
+            if terms:
+                held: set[int] = set()
+                for v in self.sparse.embed_documents(texts):
+                    held.update(v.indices)
+                coverage = len(terms & held) / len(terms)
+            r["confidence"] = _grade(r["exact"], coverage, best_dense)
+        return results[0]["confidence"] if results else "none"
+
+    def _fill_titles(self, results: list[dict[str, Any]]) -> None:
+        """Title or first prompt from the local catalog, when it knows the session."""
+        if self.catalog is None:
+            for r in results:
+                r["source"] = None
+            return
+        for r in results:
+            row = self.catalog.get_session_row(r["session_id"])
+            if row:
+                r["title"] = row.get("title") or r.get("title")
+                r["first_prompt"] = _snippet(row.get("first_prompt"), 200)
+            # transcript | archive (only archived) | history (prompts only); None: not in this catalog
+            r["source"] = (row.get("source") or "transcript") if row else None
+
+
+# Cosines of all-MiniLM-L6-v2 between a query and a text on its topic sit above ~0.5; an
+# unrelated text scores ~0.1–0.3. Calibrated on the dev sets (scripts/search_eval.py).
+HIGH_COSINE, LOW_COSINE = 0.55, 0.35
+
+
+def _grade(exact: bool, coverage: float, best_cosine: float) -> str:
+    if exact or (coverage >= 0.75 and best_cosine >= LOW_COSINE) or best_cosine >= HIGH_COSINE:
+        return "high"
+    if coverage >= 0.5 or best_cosine >= LOW_COSINE:
+        return "medium"
+    return "low"
+
+
+def _best_points(s: _Session, tops: tuple[float, float]) -> list[dict[str, Any]]:
+    """The session's matches to show: verbatim ones first, then by their own share of the
+    relevance."""
+    dense_top, lexical_top = tops
+    for point in s.points.values():
+        point["score"] = LEXICAL_SHARE * point["lexical"] / lexical_top + (1 - LEXICAL_SHARE) * point["dense"] / dense_top
+    return sorted(s.points.values(), key=lambda m: (not m.get("exact"), -m["score"]))[:MATCHES_SHOWN]
+
+
+def _result(sid: str, s: _Session, points: list[dict[str, Any]], payloads: dict[str, dict[str, Any]], score: float,
+            relevance: float, now: datetime) -> dict[str, Any]:
+    m = s.meta
+    ended = m.get("session_ended_at") or m.get("timestamp")
+    shown = [(p, payloads.get(p["id"], {})) for p in points]
+    return {
+        "session_id": sid, "score": round(score, 6), "relevance": round(relevance, 6),
+        "exact": s.exact, "repo_name": m.get("repo_name"), "user_name": m.get("user_name"), "timestamp": ended,
+        "started_at": m.get("session_started_at"), "age": relative_age(ended, now),
+        "title": next((pl.get("title") for _, pl in shown if pl.get("title")), None),
+        "_dup": _content_key(s, points),
+        "_best_dense": max(s.dense, default=0.0),
+        "matches": [{"content_type": pl.get("content_type"), "text": _snippet(pl.get("text"), around=p.get("at")),
+                     "score": round(p["score"], 6), "turn_index": pl.get("turn_index")} for p, pl in shown],
+        "_texts": [pl.get("text") or "" for _, pl in shown],
+    }
+
+
+def _content_key(s: _Session, points: list[dict[str, Any]]) -> str | None:
+    """The content hash of the session's best match (forks that repeat it collapse into one)."""
+    if not points:
+        return None
+    return next((k for k, p in s.points.items() if p is points[0]), None)
+
+
+def _snippet(text: str | None, limit: int = SNIPPET_CHARS, around: int | None = None) -> str:
+    """The text, whitespace folded, within `limit` characters; from a little before `around`
+    (where a verbatim match starts) when the match would not show otherwise."""
+    t = " ".join((text or "").split())
+    if len(t) <= limit:
+        return t
+    if around is not None and around > limit // 2:
+        start = min(around - limit // 4, len(t) - limit + 1)
+        t = "…" + t[start:]
+        if len(t) <= limit:
+            return t
+    return t[:limit - 1] + "…"
+
+
+def search_many(settings: Settings, queries: list[str], opts: SearchOptions,
+                indexer: Any | None = None) -> list[dict[str, Any]]:
+    """Answer several queries with one model load and one store open (`search --batch`)."""
+    from jacked.index.indexer import Indexer
+
+    opts.validate()
+    for q in queries:
+        sanitize_query(q)  # fail before any work on a bad line
+    indexer = indexer or Indexer(settings)
+    with indexer.open_store(must_exist=True) as store:
+        searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
+        return [searcher.search(q, opts) for q in queries]

@@ -1,0 +1,329 @@
+"""Timelines: a typed event stream of what happened, rebuilt from the catalog.
+
+Event types (every event has `type`, `session_id`, `turn_index`, `timestamp`):
+
+- `intent`     a prompt that started a turn
+- `action`     a tool call: arguments and result in brief, duration
+- `file`       a change to a file (Edit / MultiEdit / Write): operation, diff from the
+               `structuredPatch`, content hashes before and after, and the Claude Code
+               `file-history/` backup that holds the file's earlier content, where present
+- `error`      a failed tool call or command with its message, and whether a later call of
+               the same session succeeded at the same thing (`resolved`, `resolved_by`)
+- `llm`        one API response: model and tokens
+- `compaction` a compaction boundary (trigger, tokens before) or a compaction summary
+- `subagent`   a subagent run started by a Task/Agent call: type, description, report
+
+Everything shown here was redacted before it was stored (see `jacked.sources.redact`).
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from jacked.catalog import Catalog
+from jacked.util.time import parse_ts
+from jacked.sources.model import EDIT_TOOLS, WRITE_TOOLS
+from jacked.sources.claude.turns import content_hash
+
+EVENT_TYPES = ("intent", "action", "file", "error", "llm", "compaction", "subagent")
+FILE_TOOLS = EDIT_TOOLS | WRITE_TOOLS
+BRIEF_CHARS = 600  # arguments and results in brief: the full text is one `jacked turns` away
+# Order of event kinds at the same moment: the prompt, the response, its call, what the call did.
+_RANK = {"intent": 0, "compaction": 1, "llm": 2, "action": 3, "file": 4, "error": 5, "subagent": 6}
+
+
+class TimelineError(ValueError):
+    """A timeline request the user must fix (an unknown event type)."""
+
+
+@dataclass
+class TimelineQuery:
+    """Which events: of one session or of a repo (or all), of some types, touching one file."""
+
+    session_id: str | None = None
+    types: list[str] | None = None
+    repo: str | None = None
+    file: str | None = None
+    limit: int | None = None
+    offset: int = 0
+
+    def validate(self) -> None:
+        for t in self.types or []:
+            if t not in EVENT_TYPES:
+                raise TimelineError(f"unknown event type {t!r}: use one of {', '.join(EVENT_TYPES)}")
+
+
+def _brief(text: str | None, limit: int = BRIEF_CHARS) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= limit else text[:limit] + f"… [+{len(text) - limit} chars]"
+
+
+def _ms_between(a: str | None, b: str | None) -> int | None:
+    x, y = parse_ts(a), parse_ts(b)
+    if x is None or y is None:
+        return None
+    return max(0, int((y - x).total_seconds() * 1000))
+
+
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+_SETUP = frozenset({"cd", "source", ".", "export", "set", "pushd", "popd", "unset", "true"})
+_SEPARATORS = re.compile(r"&&|\|\||;|\|")
+
+
+def command_key(command: str | None) -> str:
+    """What a shell command is trying to do, for matching a failure with a later success.
+
+    The command is split at `&&`, `||`, `;` and `|`; set-up steps (`cd`, `source`, `export`,
+    …) are skipped; of the first real step, VAR=value words and options are dropped and the
+    first three words kept: `npm run build`, `python pytest tests/x.py` (`python -m pytest …`).
+    """
+    if not command:
+        return ""
+    for step in _SEPARATORS.split(command):
+        words = [w for w in step.strip().strip("()").split() if not _ENV.match(w)]
+        if not words or words[0] in _SETUP:
+            continue
+        picked = [w for w in words if not w.startswith("-")][:3]
+        return " ".join(picked)
+    return " ".join(command.split())
+
+
+def attempt_key(tool: str, file_path: str | None, command: str | None, input_brief: str | None) -> tuple[str, str]:
+    """Same tool and same target: the file for file tools, the command's gist for Bash,
+    the arguments for other tools."""
+    if tool == "Bash":
+        return tool, command_key(command)
+    if file_path:
+        return ("file", file_path) if tool in FILE_TOOLS else (tool, file_path)
+    return tool, input_brief or ""
+
+
+def resolutions(rows: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
+    """For each failed call (turn, ord) of one session's main chain: the later call that
+    succeeded at the same thing, if any."""
+    open_errors: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    solved: dict[tuple[int, int], dict[str, Any]] = {}
+    for r in rows:
+        key = attempt_key(r["tool_name"], r["file_path"], r["command"], r["input_brief"])
+        if r["is_error"]:
+            open_errors.setdefault(key, []).append((r["turn_index"], r["ord"]))
+        elif key in open_errors:
+            by = {"turn_index": r["turn_index"], "timestamp": r["timestamp"], "tool_use_id": r["tool_use_id"],
+                  "tool_name": r["tool_name"]}
+            for loc in open_errors.pop(key):
+                solved[loc] = by
+    return solved
+
+
+def _resolve_path(path: str, cwd: str | None) -> str:
+    """A file-history path (often relative to the session's cwd) as an absolute one."""
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path) or not cwd:
+        return path
+    return posixpath.normpath(posixpath.join(cwd.replace("\\", "/"), path))
+
+
+def path_matches(stored: str | None, wanted: str) -> bool:
+    """An absolute `wanted` path matches exactly; a relative one matches as a path suffix."""
+    if not stored:
+        return False
+    s = stored.replace("\\", "/")
+    w = wanted.replace("\\", "/").rstrip("/")
+    if w.startswith("/") or re.match(r"^[A-Za-z]:/", w):
+        return s == w
+    w = w[2:] if w.startswith("./") else w
+    return s == w or s.endswith("/" + w)
+
+
+def _path_sql(wanted: str) -> tuple[str, list[Any]]:
+    """SQL narrowing invocations to a path (checked exactly again in Python)."""
+    w = wanted.replace("\\", "/").rstrip("/")
+    if w.startswith("/"):
+        return "(file_path = ? OR file_path = ?)", [w, wanted]
+    w = w[2:] if w.startswith("./") else w
+    esc = w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return "(file_path = ? OR REPLACE(file_path, '\\', '/') LIKE ? ESCAPE '\\')", [w, "%/" + esc]
+
+
+class BackupIndex:
+    """The file-history backups of one session, looked up by absolute path and time."""
+
+    def __init__(self, catalog: Catalog, session_id: str, cwd: str | None, claude_dir: Path | None) -> None:
+        self.by_path: dict[str, list[dict[str, Any]]] = {}
+        self.root = claude_dir / "file-history" / session_id if claude_dir else None
+        for r in catalog.db.execute(
+                "SELECT path, version, backup_file, backup_time, turn_index FROM file_backups WHERE session_id = ? "
+                "ORDER BY version", (session_id,)):
+            self.by_path.setdefault(_resolve_path(r["path"], cwd), []).append(dict(r))
+
+    def before(self, path: str | None, timestamp: str | None) -> dict[str, Any] | None:
+        """The newest backup of `path` taken no later than `timestamp` (the change's result time:
+        Claude Code backs a file up just before it applies the change, after the call was written)."""
+        if not path:
+            return None
+        found = None
+        for b in self.by_path.get(path, []):
+            if timestamp and b["backup_time"] and b["backup_time"] > timestamp:
+                break
+            found = b
+        if found is None:
+            return None
+        out: dict[str, Any] = {"version": found["version"], "backup_file": found["backup_file"],
+                               "backup_time": found["backup_time"], "available": False}
+        if found["backup_file"] and self.root is not None:
+            f = self.root / found["backup_file"]
+            out["content_path"] = str(f)
+            if f.is_file():
+                out["available"] = True
+                try:
+                    out["content_hash"] = content_hash(f.read_bytes().decode("utf-8", "surrogateescape"))
+                except OSError:
+                    out["available"] = False
+        elif found["backup_file"] is None:
+            out["note"] = "the file did not exist before this change"
+        return out
+
+
+def file_operation(tool: str, created: bool) -> str:
+    if tool in WRITE_TOOLS:
+        return "create" if created else "write"
+    return "edit"
+
+
+def session_events(catalog: Catalog, session_id: str, types: set[str], claude_dir: Path | None = None,
+                   file: str | None = None) -> list[dict[str, Any]]:
+    """Every event of one session (of the wanted types), in order."""
+    row = catalog.get_session_row(session_id)
+    if row is None:
+        return []
+    sid = session_id
+    events: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    turns = {t["turn_index"]: t for t in catalog.turn_rows(sid)}
+
+    def add(ev_type: str, turn_index: int | None, ts: str | None, order: int, **data: Any) -> None:
+        if ev_type not in types:
+            return
+        t = turns.get(turn_index) if turn_index is not None else None
+        when = ts or (t["started_at"] if t else None) or ""
+        key = (turn_index if turn_index is not None else -1, when, _RANK[ev_type], order)
+        events.append((key, {"type": ev_type, "session_id": sid, "turn_index": turn_index, "timestamp": ts, **data}))
+
+    if file is None:
+        for t in turns.values():
+            if t["prompt"] is not None:
+                add("intent", t["turn_index"], t["started_at"], 0, prompt=t["prompt"],
+                    is_slash_command=bool(t["is_slash_command"]), interrupted=bool(t["interrupted"]))
+        if "llm" in types:
+            for c in catalog.db.execute("SELECT * FROM llm_calls WHERE session_id = ? AND owner = '' "
+                                        "ORDER BY turn_index, ord", (sid,)):
+                add("llm", c["turn_index"], c["timestamp"], c["ord"], model=c["model"], message_id=c["message_id"],
+                    input_tokens=c["input_tokens"], output_tokens=c["output_tokens"],
+                    cache_read_tokens=c["cache_read_tokens"], cache_creation_tokens=c["cache_creation_tokens"],
+                    tool_calls=c["tool_calls"])
+        if "compaction" in types:
+            for e in catalog.db.execute("SELECT * FROM turn_events WHERE session_id = ? AND type = 'compaction' "
+                                        "ORDER BY turn_index, ord", (sid,)):
+                add("compaction", e["turn_index"], e["timestamp"], e["ord"], kind="boundary",
+                    **orjson.loads(e["data"] or "{}"))
+            for x in catalog.text_rows(sid):
+                if x["kind"] == "compact_summary":
+                    add("compaction", x["turn_index"], x["timestamp"], 100 + x["ord"], kind="summary",
+                        summary=_brief(x["text"], 1500))
+        if "subagent" in types:
+            for a in catalog.subagent_rows(sid):
+                if a["is_warmup"]:
+                    continue
+                add("subagent", a["turn_index"], a["started_at"], a["ord"], agent_id=a["agent_id"],
+                    agent_type=a["agent_type"], description=a["description"], layout=a["layout"],
+                    tool_use_id=a["tool_use_id"], ended_at=a["ended_at"], tool_call_count=a["tool_call_count"],
+                    tool_error_count=a["tool_error_count"], summary=_brief(a["summary_text"], 1500))
+    if types & {"action", "file", "error"}:
+        invs = catalog.invocation_rows(sid)
+        solved = resolutions(invs) if "error" in types else {}
+        backups = BackupIndex(catalog, sid, row.get("cwd"), claude_dir) if "file" in types else None
+        for r in invs:
+            if file is not None and not path_matches(r["file_path"], file):
+                continue
+            ti, order = r["turn_index"], r["ord"]
+            add("action", ti, r["timestamp"], order, tool_name=r["tool_name"], tool_use_id=r["tool_use_id"],
+                sequence=r["sequence"], parallel_group=r["parallel_group"], is_error=bool(r["is_error"]),
+                file_path=r["file_path"], command=r["command"], input=_brief(r["input_brief"]),
+                result=_brief(r["result_brief"]), duration_ms=_ms_between(r["timestamp"], r["result_timestamp"]))
+            if r["tool_name"] in FILE_TOOLS and not r["is_error"] and backups is not None:
+                add("file", ti, r["timestamp"], order, path=r["file_path"], tool_name=r["tool_name"],
+                    tool_use_id=r["tool_use_id"], operation=file_operation(r["tool_name"], bool(r["file_created"])),
+                    lines_added=r["lines_added"], lines_removed=r["lines_removed"], diff=r["diff"],
+                    before_hash=r["before_hash"], after_hash=r["after_hash"],
+                    backup=backups.before(r["file_path"], r["result_timestamp"] or r["timestamp"]))
+            if r["is_error"]:
+                by = solved.get((ti, order))
+                add("error", ti, r["result_timestamp"] or r["timestamp"], order, tool_name=r["tool_name"],
+                    tool_use_id=r["tool_use_id"], command=r["command"], file_path=r["file_path"],
+                    message=_brief(r["result_brief"]), resolved=by is not None, resolved_by=by)
+    events.sort(key=lambda e: e[0])
+    return [e for _, e in events]
+
+
+def timeline(catalog: Catalog, q: TimelineQuery, claude_dir: Path | None = None) -> list[dict[str, Any]]:
+    """The `timeline --json` list: events of one session, or of every session (of a repo), oldest first."""
+    q.validate()
+    types = set(q.types or EVENT_TYPES)
+    if q.session_id:
+        sids = [q.session_id]
+    else:
+        sql = "SELECT session_id FROM sessions WHERE has_main = 1"
+        args: list[Any] = []
+        if q.repo:
+            sql += " AND (repo_name = ? OR cwd = ?)"
+            args += [q.repo, q.repo]
+        if q.file:
+            # only sessions that touched the file: saves reading every session's calls
+            clause, pargs = _path_sql(q.file)
+            sql += f" AND session_id IN (SELECT session_id FROM invocations WHERE owner = '' AND {clause})"
+            args += pargs
+        if types <= {"error"}:
+            sql += " AND tool_error_count > 0"
+        sql += " ORDER BY COALESCE(started_at, ''), session_id"
+        sids = [r[0] for r in catalog.db.execute(sql, args)]
+    out: list[dict[str, Any]] = []
+    for sid in sids:
+        out.extend(session_events(catalog, sid, types, claude_dir, q.file))
+    if not q.session_id:
+        out.sort(key=lambda e: e["timestamp"] or "")  # stable: ties keep each session's own order
+    end = None if q.limit is None else q.offset + q.limit
+    return out[q.offset:end]
+
+
+def file_history(catalog: Catalog, path: str, claude_dir: Path | None = None,
+                 repo: str | None = None) -> list[dict[str, Any]]:
+    """`file-history PATH --json`: every recorded change to a file across sessions, oldest first."""
+    clause, args = _path_sql(path)
+    sql = (f"SELECT i.*, s.cwd AS session_cwd, s.repo_name FROM invocations i JOIN sessions s "
+           f"ON s.session_id = i.session_id WHERE i.owner = '' AND i.is_error = 0 AND i.tool_name IN "
+           f"({','.join('?' * len(FILE_TOOLS))}) AND {clause.replace('file_path', 'i.file_path')}")
+    params = sorted(FILE_TOOLS) + args
+    if repo:
+        sql += " AND (s.repo_name = ? OR s.cwd = ?)"
+        params += [repo, repo]
+    rows = [dict(r) for r in catalog.db.execute(sql, params) if path_matches(r["file_path"], path)]
+    rows.sort(key=lambda r: (r["timestamp"] or "", r["session_id"], r["turn_index"], r["ord"]))
+    backup_cache: dict[str, BackupIndex] = {}
+    out = []
+    for r in rows:
+        sid = r["session_id"]
+        if sid not in backup_cache:
+            backup_cache[sid] = BackupIndex(catalog, sid, r["session_cwd"], claude_dir)
+        out.append({
+            "session_id": sid, "turn_index": r["turn_index"], "timestamp": r["timestamp"],
+            "operation": file_operation(r["tool_name"], bool(r["file_created"])), "tool_name": r["tool_name"],
+            "path": r["file_path"], "repo_name": r["repo_name"], "lines_added": r["lines_added"],
+            "lines_removed": r["lines_removed"], "diff": r["diff"], "before_hash": r["before_hash"],
+            "after_hash": r["after_hash"],
+            "backup": backup_cache[sid].before(r["file_path"], r["result_timestamp"] or r["timestamp"]),
+        })
+    return out

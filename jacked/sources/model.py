@@ -1,0 +1,265 @@
+"""Typed records of a reconstructed session: turns, invocations, subagents, distilled texts.
+
+Every text kept here has already been redacted (see `jacked.sources.redact`): these objects are
+stored in the catalog and printed, so they must never hold a secret.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+READ_TOOLS = frozenset({"Read"})
+WRITE_TOOLS = frozenset({"Write"})
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
+AGENT_TOOLS = frozenset({"Task", "Agent"})
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One tool call of a turn and, once it arrives, its result."""
+
+    tool_name: str
+    tool_use_id: str
+    sequence: int
+    position: int  # 1-based place among the tool calls of its API response
+    message_id: str
+    timestamp: str | None = None
+    input_brief: str = ""  # redacted, shortened JSON of the arguments
+    file_path: str | None = None
+    command: str | None = None
+    description: str | None = None
+    subagent_type: str | None = None
+    has_result: bool = False
+    is_error: bool = False
+    result_brief: str = ""  # redacted head of the result text
+    result_timestamp: str | None = None
+    lines_added: int = 0
+    lines_removed: int = 0
+    file_created: bool = False
+    agent_id: str | None = None  # the subagent a Task/Agent call started
+    prompt_key: str | None = None  # Task/Agent calls: hash of `input.prompt`, to find an inline sidechain
+    team_name: str | None = None  # Task/Agent calls spawning a teammate: `input.team_name`
+    member_name: str | None = None  # ... and `input.name`
+    parallel_group: int = 0  # set when the turn is finalised
+    # File changes (Edit/MultiEdit/Write): a bounded, redacted unified diff from the result's
+    # `structuredPatch` (a created file: its lines as additions) and content hashes of the
+    # file before and after, where the result carries enough to compute them.
+    diff: str | None = None
+    before_hash: str | None = None
+    after_hash: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool_name": self.tool_name,
+            "tool_use_id": self.tool_use_id,
+            "sequence": self.sequence,
+            "parallel_group": self.parallel_group,
+            "is_error": self.is_error,
+            "timestamp": self.timestamp,
+            "file_path": self.file_path,
+            "command": self.command,
+            "agent_id": self.agent_id,
+            "input": self.input_brief,
+            "result": self.result_brief,
+        }
+
+
+@dataclass(slots=True)
+class TurnMetrics:
+    """Per-turn figures, as in the `turns --json` contract."""
+
+    tool_call_count: int = 0
+    tool_error_count: int = 0
+    tool_usage: dict[str, int] = field(default_factory=dict)
+    files_read: list[str] = field(default_factory=list)
+    files_written: list[str] = field(default_factory=list)
+    files_modified: list[str] = field(default_factory=list)
+    lines_added: int = 0
+    lines_removed: int = 0
+    bash_commands: list[str] = field(default_factory=list)
+    bash_error_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    api_calls: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        # By hand, not dataclasses.asdict: this runs for every turn of every scan.
+        return {name: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+                for name in self.__slots__ for v in (getattr(self, name),)}
+
+
+@dataclass(slots=True)
+class LlmCall:
+    """One API response of a turn: its model and token usage (the last line of the response wins)."""
+
+    message_id: str
+    model: str | None
+    timestamp: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    tool_calls: int = 0
+    has_usage: bool = False  # a response without `usage` is not counted as an API call
+
+
+@dataclass(slots=True)
+class TurnEvent:
+    """A notable non-tool moment of a turn: `compaction`, `notification` (a background task
+    reported back; `data.summary`), `command_output` (what a local command such as /model
+    printed; `data.output`)."""
+
+    type: str
+    timestamp: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class FileBackup:
+    """A `file-history-snapshot` entry: Claude Code backed `path` up as `backup_file` (version n).
+
+    The backup lives in `<claude dir>/file-history/<session id>/<backup_file>` and holds the
+    file's content at `backup_time`; `backup_file` is None when the file did not exist yet.
+    """
+
+    path: str  # as Claude Code wrote it: relative to the session's cwd, or absolute
+    version: int
+    backup_file: str | None
+    backup_time: str | None
+
+
+@dataclass(slots=True)
+class Turn:
+    """A human prompt and everything that happened until the next one."""
+
+    index: int
+    prompt: str | None
+    started_at: str | None
+    is_slash_command: bool = False
+    # What started the turn: "prompt" (a user line), "queued" (a message typed while Claude
+    # worked, known only from its queue-operation line), "notification" (a background task
+    # reporting back: no human prompt); None for turn 0 (assistant lines before any prompt).
+    started_by: str | None = None
+    # The uuid of the line that started the turn: a resumed or forked session repeats its
+    # parent's lines with their uuids, so the same turn is recognised in both files.
+    prompt_uuid: str | None = None
+    ended_at: str | None = None
+    duration_ms: int | None = None
+    duration_source: str | None = None  # "turn_duration" | "timestamps"
+    invocations: list[Invocation] = field(default_factory=list)
+    metrics: TurnMetrics = field(default_factory=TurnMetrics)
+    assistant_text: str | None = None  # the turn's last assistant text (redacted)
+    compacted: bool = False
+    interrupted: bool = False
+    models: list[str] = field(default_factory=list)
+    llm_calls: list[LlmCall] = field(default_factory=list)
+    events: list[TurnEvent] = field(default_factory=list)
+    backups: list[FileBackup] = field(default_factory=list)  # first seen in this turn
+
+
+@dataclass(slots=True)
+class TextUnit:
+    """A distilled text of a session: label, recap, compaction summary, title."""
+
+    kind: str  # summary_label | foreign_label (its leaf is in another file) | recap | compact_summary | title
+    text: str
+    timestamp: str | None = None
+    turn_index: int | None = None
+    leaf_uuid: str | None = None
+
+
+@dataclass(slots=True)
+class Subagent:
+    """A subagent run: linked to the parent's Task/Agent call, with its final report."""
+
+    agent_id: str | None
+    layout: str  # subagents_dir | flat | inline
+    file: str
+    agent_type: str | None = None
+    description: str | None = None
+    tool_use_id: str | None = None
+    turn_index: int | None = None
+    prompt: str | None = None
+    summary_text: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    tool_call_count: int = 0
+    tool_error_count: int = 0
+    tool_usage: dict[str, int] = field(default_factory=dict)
+    is_warmup: bool = False
+    turns: list[Turn] = field(default_factory=list)
+    # "subagent", or "teammate" (a member of an agent team: `team_name`, `member_name`)
+    role: str = "subagent"
+    team_name: str | None = None
+    member_name: str | None = None  # the name it was spawned with (`input.name`, `agentName`)
+    workflow_run: str | None = None  # layout "workflow": the run (`subagents/workflows/<run>/`)
+
+
+@dataclass(slots=True)
+class Session:
+    """One Claude Code session, reconstructed from its main file, subagents and plan."""
+
+    session_id: str
+    file: str
+    project_dir: str = ""
+    cwd: str | None = None
+    repo_name: str | None = None
+    git_branch: str | None = None
+    slug: str | None = None
+    version_first: str | None = None
+    version_last: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+    subagents: list[Subagent] = field(default_factory=list)
+    texts: list[TextUnit] = field(default_factory=list)
+    plan: str | None = None
+    plan_source: str | None = None  # "file" | "exit_plan_mode"
+    models: list[str] = field(default_factory=list)
+    lines: int = 0
+    lines_skipped: int = 0
+    lines_malformed: int = 0
+    lines_unknown: int = 0
+    lines_duplicate: int = 0
+    message_lines: int = 0  # user and assistant lines: a file with none is not a session
+    # uuids a `summary` line elsewhere may name as its `leafUuid` (the last line of each turn)
+    leaf_uuids: list[str] = field(default_factory=list)
+    # `<persisted-output>` results (2.1.x tool-results/) whose file was not found
+    tool_results_missing: int = 0
+
+    @property
+    def title(self) -> str | None:
+        """The newest custom title, else the newest AI title, else the first label (labels
+        whose leaf is in another file are that file's: see `TextUnit` kind "foreign_label")."""
+        for kind in ("custom_title", "ai_title", "summary_label"):
+            found = [t.text for t in self.texts if t.kind == kind]
+            if found:
+                return found[-1] if kind != "summary_label" else found[0]
+        return None
+
+    @property
+    def first_prompt(self) -> str | None:
+        """The first typed prompt; a session started by slash commands only gets the first
+        command as typed ("/init"), not its markup."""
+        command = None
+        for t in self.turns:
+            if t.index >= 1 and t.prompt:
+                if not t.is_slash_command:
+                    return t.prompt
+                command = command or slash_command_text(t.prompt)
+        return command
+
+
+def slash_command_text(prompt: str) -> str:
+    """A slash-command line as the user typed it: "/name args" (its markup dropped)."""
+    name = _COMMAND_NAME.search(prompt)
+    args = _COMMAND_ARGS.search(prompt)
+    parts = [name.group(1).strip() if name else "", args.group(1).strip() if args else ""]
+    return " ".join(p for p in parts if p) or prompt.strip()
+
+
+_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)

@@ -1,0 +1,236 @@
+"""`jacked scan | sessions | turns | export | show`: argument parsing and output formatting only."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from jacked.query import history
+from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, progress_bar, settings, warn
+from jacked.config import Settings
+
+
+def _catalog_and_scan(s: Settings, scan: bool = True, quiet: bool = True):  # type: ignore[no-untyped-def]
+    """The catalog, brought up to date first (cheap when nothing changed)."""
+    from jacked.catalog import Catalog
+    from jacked.ingest.scan import scan as run_scan
+
+    catalog = Catalog(s.catalog_path)
+    if scan:
+        if not s.projects_dir.is_dir() and not (s.claude_dir / "history.jsonl").is_file():
+            if not quiet:
+                warn(f"jacked: no projects folder in {s.claude_dir} (set --claude-dir or CLAUDE_CONFIG_DIR)")
+        else:
+            report = run_scan(catalog, s.claude_dir)
+            for err in report.errors[:5]:
+                warn(f"jacked: skipped {err}")
+    return catalog
+
+
+def _session_catalog(ref: str, s: Settings, scan: bool):  # type: ignore[no-untyped-def]
+    """(catalog, session id) for a session id, a unique prefix or a transcript path."""
+    path = Path(ref).expanduser()
+    if path.suffix == ".jsonl" and path.is_file():
+        try:
+            inside = path.resolve().is_relative_to(s.projects_dir.resolve())
+        except OSError:
+            inside = False
+        if not inside:
+            plans = path.resolve().parents[2] / "plans" if len(path.resolve().parents) > 2 else None
+            catalog, sid, report = history.catalog_for_path(path, plans)
+            if report.lines_skipped:
+                warn(f"jacked: skipped {report.lines_skipped} unreadable line(s) of {path}")
+            return catalog, sid
+    catalog = _catalog_and_scan(s, scan)
+    return catalog, history.resolve_session(catalog, ref, s.claude_dir)
+
+
+def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan report as JSON.")) -> None:
+    """Read every session of the Claude directory into the catalog (incremental)."""
+    from jacked.catalog import Catalog
+    from jacked.ingest.scan import scan as run_scan
+
+    s = settings()
+    if not s.projects_dir.is_dir():
+        raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
+    catalog = Catalog(s.catalog_path)
+    with progress_bar(True) as bar:  # on stderr, and only on a terminal
+        report = run_scan(catalog, s.claude_dir, progress=(lambda d, n: bar("scan", d, n)) if bar else None)
+    if json_out:
+        print_json(report.to_json())
+        return
+    typer.echo(f"{report.sessions} sessions ({report.sessions_scanned} read, {report.sessions_unchanged} unchanged), "
+               f"{report.turns} turns, {report.lines_read} lines read, {report.lines_skipped} skipped, "
+               f"{report.bytes_read / 1e6:.1f} MB in {report.seconds:.2f}s")
+    if report.tool_results_missing:
+        warn(f"jacked: {report.tool_results_missing} tool result(s) refer to a tool-results/ file that is gone "
+             "(their preview is kept)")
+    h = report.history
+    if h.get("sessions"):
+        typer.echo(f"  of them {h['sessions']} prompt-only (transcript deleted; prompts from history.jsonl): "
+                   f"{h['sessions_built']} built now, {h['lines_read']} history lines read, "
+                   f"{h['lines_malformed'] + h['lines_without_session']} skipped")
+    for err in report.errors:
+        warn(f"skipped: {err}")
+
+
+def sessions_cmd(
+    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    limit: int = typer.Option(20, "-n", "--limit", min=1, help="How many sessions, newest first."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List sessions, newest first."""
+    s = settings()
+    rows = history.list_sessions(_catalog_and_scan(s), repo, limit)
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo("no sessions found" + (f" for repo {repo}" if repo else ""))
+        return
+    for r in rows:
+        label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
+        mark = SOURCE_MARKS.get(r.get("source") or "", "")
+        typer.echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {str(r['repo_name'] or '-')[:22]:22} "
+                   f"{r['turn_count']:>3} turns  {mark + ' ' if mark else ''}{label[:70]}")
+
+
+# How a session whose transcript is gone is marked in text output (`sessions`, `search`).
+SOURCE_MARKS = {"archive": "[archived]", "history": "[prompts only]"}
+SOURCE_NOTES = {
+    "archive": "transcript deleted by Claude Code: read from jacked's archive",
+    "history": "prompt-only: the transcript was deleted before jacked saw it; prompts from history.jsonl",
+}
+
+
+def turns_cmd(
+    session: str = typer.Argument(..., help="Session id, unique prefix, or transcript path."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every turn of a session: prompt, tool calls, metrics."""
+    s = settings()
+    catalog, sid = _session_catalog(session, s, scan=True)
+    data = history.turns_json(catalog, sid)
+    if json_out:
+        print_json(data)
+        return
+    for t in data["turns"]:
+        typer.echo(f"#{t['index']:<3} {_one_line(t['prompt'])[:80]}")
+        typer.echo(f"     {_metrics_line(t)}")
+
+
+def export_cmd(
+    sessions: Optional[list[str]] = typer.Argument(None, help="Session ids or prefixes (default: all)."),
+) -> None:
+    """Export sessions with their turns as JSON Lines (one line per session)."""
+    s = settings()
+    catalog = _catalog_and_scan(s)
+    ids = [history.resolve_session(catalog, ref, s.claude_dir) for ref in sessions] if sessions else None
+    for row in history.export_rows(catalog, ids):
+        print_jsonl(row)
+
+
+def show_cmd(
+    session: str = typer.Argument(..., help="Session id, unique prefix, or transcript path."),
+    turn: Optional[int] = typer.Option(None, "--turn", help="Only this turn."),
+) -> None:
+    """A readable view of a session: prompts, tool calls by sequence, parallel batches, errors."""
+    from rich.console import Console
+
+    s = settings()
+    catalog, sid = _session_catalog(session, s, scan=True)
+    data = history.turns_json(catalog, sid)
+    row = catalog.get_session_row(sid) or {}
+    turns = [t for t in data["turns"] if turn is None or t["index"] == turn]
+    if turn is not None and not turns:
+        raise CliError(f"session {sid[:8]} has no turn {turn} (it has {len(data['turns'])} turns)")
+    console = Console(highlight=False, soft_wrap=False)
+    console.print(render_header(row, data))
+    subs = {a["tool_use_id"]: a for a in data["subagents"] if a["tool_use_id"]}
+    for t in turns:
+        console.print(render_turn(t, subs))
+
+
+def _one_line(text: Optional[str]) -> str:
+    return (text or "").replace("\n", " ").strip()
+
+
+def _metrics_line(t: dict[str, Any]) -> str:
+    m = t["metrics"]
+    parts = [f"{m.get('tool_call_count', 0)} calls", f"{m.get('tool_error_count', 0)} errors"]
+    if m.get("files_read"):
+        parts.append(f"{len(m['files_read'])} read")
+    if m.get("files_written"):
+        parts.append(f"{len(m['files_written'])} written")
+    if m.get("files_modified"):
+        parts.append(f"{len(m['files_modified'])} edited")
+    if m.get("lines_added") or m.get("lines_removed"):
+        parts.append(f"+{m.get('lines_added', 0)}/-{m.get('lines_removed', 0)} lines")
+    if m.get("bash_commands"):
+        parts.append(f"{len(m['bash_commands'])} bash ({m.get('bash_error_count', 0)} failed)")
+    tokens = (m.get("input_tokens", 0) + m.get("cache_read_tokens", 0) + m.get("cache_creation_tokens", 0))
+    if tokens or m.get("output_tokens"):
+        parts.append(f"{tokens} in / {m.get('output_tokens', 0)} out tokens")
+    if t.get("duration_ms") is not None:
+        approx = "~" if t.get("duration_source") == "timestamps" else ""
+        parts.append(f"{approx}{t['duration_ms'] / 1000:.1f}s")
+    return " · ".join(parts)
+
+
+def render_header(row: dict[str, Any], data: dict[str, Any]) -> str:
+    from rich.markup import escape
+
+    title = row.get("title") or _one_line(row.get("first_prompt"))[:80] or "(untitled)"
+    lines = [f"[bold]{escape(title)}[/bold]",
+             f"[dim]{row.get('session_id')} · {row.get('repo_name') or '-'} ({row.get('cwd') or '?'}) · "
+             f"branch {row.get('git_branch') or '-'} · {row.get('started_at') or '?'} → {row.get('ended_at') or '?'} · "
+             f"v{row.get('version_first') or '?'} · {row.get('turn_count')} turns[/dim]"]
+    note = SOURCE_NOTES.get(row.get("source") or "")
+    if note:
+        lines.append(f"[yellow]{escape(note)}[/yellow]")
+    if data.get("plan"):
+        lines.append(f"[magenta]plan ({data.get('plan_source')}):[/magenta] {escape(_one_line(data['plan'])[:160])}")
+    for x in data.get("texts", []):
+        lines.append(f"[cyan]{x['kind']}:[/cyan] {escape(_one_line(x['text'])[:160])}")
+    return "\n".join(lines) + "\n"
+
+
+def render_turn(t: dict[str, Any], subs: dict[str, dict[str, Any]]) -> str:
+    """One turn: prompt, then its tool calls grouped by sequence, parallel batches marked."""
+    from rich.markup import escape
+
+    out = [f"[bold green]── turn {t['index']}[/bold green] [dim]{t.get('started_at') or ''}[/dim]"]
+    prompt = t["prompt"] if t["prompt"] is not None else "(assistant lines before the first prompt)"
+    out.append(f"[bold]> [/bold]{escape(_one_line(prompt)[:300])}")
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for inv in t["invocations"]:
+        groups.setdefault(inv["sequence"], []).append(inv)
+    for seq, invs in groups.items():
+        parallel = len(invs) > 1
+        head = f"  [yellow]{seq:>2} ∥ parallel ×{len(invs)}[/yellow]" if parallel else f"  [dim]{seq:>2}[/dim]"
+        for j, inv in enumerate(invs):
+            prefix = head if j == 0 else ("  [yellow]   ∥[/yellow]" if parallel else "    ")
+            target = inv.get("command") or inv.get("file_path") or ""
+            err = inv["is_error"]
+            name = f"[red bold]{inv['tool_name']} ✗[/red bold]" if err else f"[cyan]{inv['tool_name']}[/cyan]"
+            line = f"{prefix} {name} {escape(_one_line(target)[:110])}"
+            if err and inv.get("result"):
+                line += f"\n        [red]{escape(_one_line(inv['result'])[:160])}[/red]"
+            sub = subs.get(inv["tool_use_id"])
+            if sub:
+                line += (f"\n        [magenta]subagent {sub.get('agent_type') or ''} {sub.get('agent_id') or ''}: "
+                         f"{sub.get('tool_call_count')} calls[/magenta]")
+            out.append(line)
+    if t.get("assistant_text"):
+        out.append(f"  [dim]⮑ {escape(_one_line(t['assistant_text'])[:200])}[/dim]")
+    out.append(f"  [dim]{_metrics_line(t)}[/dim]\n")
+    return "\n".join(out)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("scan")(scan_cmd)
+    app.command("sessions")(sessions_cmd)
+    app.command("turns")(turns_cmd)
+    app.command("export")(export_cmd)
+    app.command("show")(show_cmd)

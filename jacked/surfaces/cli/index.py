@@ -1,0 +1,91 @@
+"""`jacked backfill | index | cleardb | status`: argument parsing and output formatting only."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from jacked.surfaces.cli.common import CliError, print_json, progress_bar, settings, warn
+
+
+def backfill_cmd(
+    rebuild: bool = typer.Option(False, "--rebuild", help="Drop the index and build it again (e.g. after a model change)."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Index every session of the Claude directory (incremental; only changed units are embedded)."""
+    from jacked.index.indexer import Indexer
+
+    s = settings()
+    if not s.projects_dir.is_dir():
+        raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
+    with progress_bar(not json_out) as bar:
+        report = Indexer(s).backfill(rebuild=rebuild, repo=repo, progress=bar)  # type: ignore[arg-type]
+    if json_out:
+        print_json(report.to_json())
+        return
+    typer.echo(f"{report.sessions_indexed} sessions indexed, {report.sessions_unchanged} unchanged; "
+               f"{report.points_written} points written, {report.points_unchanged} unchanged, "
+               f"{report.points_deleted} deleted; {report.texts_embedded} texts embedded; "
+               f"{report.lines_skipped} lines skipped; {report.seconds:.1f}s")
+    for e in report.errors:
+        warn(f"skipped: {e}")
+
+
+def index_cmd(
+    target: Optional[str] = typer.Argument(None, help="Session id, prefix or transcript path (default: all)."),
+    hook: bool = typer.Option(False, "--hook", help="Read Claude Code's hook JSON on stdin; never fails."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Index one session now (or, with --hook, the session a Claude Code hook names)."""
+    from jacked.surfaces import hook as hook_lib
+
+    if hook:
+        raise typer.Exit(hook_lib.run_hook(sys.stdin.read(), settings))
+    report = hook_lib.index_target(settings(), target)
+    if json_out:
+        print_json(report.to_json())
+    else:
+        typer.echo(f"{report.sessions_indexed} sessions indexed; {report.points_written} points written, "
+                   f"{report.points_deleted} deleted; {report.texts_embedded} texts embedded")
+
+
+def cleardb_cmd(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+    """Delete your points and index state (other users' points stay); the next backfill re-indexes."""
+    from jacked.index.indexer import Indexer
+
+    s = settings()
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CliError("cleardb deletes your indexed points: add --yes to confirm")
+        typer.confirm(f"Delete every point of user {s.user_name!r}?", abort=True)
+    deleted = Indexer(s).cleardb()
+    typer.echo(f"deleted {deleted} points of {s.user_name}")
+
+
+def status_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """What the index holds: backend, model, points by type and user, sessions."""
+    from jacked.query.status import status
+
+    data = status(settings())
+    if json_out:
+        print_json(data)
+        return
+    typer.echo(f"backend {data['backend']} · model {data['embedding_model']} · {data['points']} points · "
+               f"{data['sessions']} sessions ({data['sessions_indexed']} indexed)")
+    by_source = data.get("sessions_by_source") or {}
+    typer.echo(f"  sessions: {by_source.get('transcript', 0)} full, {by_source.get('archive', 0)} archived-only "
+               f"(transcript deleted, kept in the archive), {by_source.get('history', 0)} prompt-only "
+               f"(from history.jsonl)")
+    for k, v in data["points_by_type"].items():
+        typer.echo(f"  {k:20s} {v}")
+    for k, v in data["points_by_user"].items():
+        typer.echo(f"  user {k:15s} {v}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("backfill")(backfill_cmd)
+    app.command("index")(index_cmd)
+    app.command("cleardb")(cleardb_cmd)
+    app.command("status")(status_cmd)

@@ -1,0 +1,52 @@
+"""`jacked install` / `jacked uninstall`: argument parsing and output only (the work is jacked.surfaces.install)."""
+from __future__ import annotations
+
+import typer
+
+from jacked.surfaces.cli.common import print_json, settings, warn
+
+
+def _print(report, json_out: bool, verb: str) -> None:  # type: ignore[no-untyped-def]
+    if json_out:
+        print_json(report.to_json())
+        return
+    for p in report.changed:
+        typer.echo(f"{verb}: {p}")
+    for p in report.unchanged:
+        typer.echo(f"already up to date: {p}")
+    for b in report.backups:
+        typer.echo(f"backup: {b}")
+    for n in report.notes:
+        typer.echo(n)
+    if not (report.changed or report.unchanged):
+        typer.echo("nothing to do")
+
+
+def install_cmd(
+    no_hooks: bool = typer.Option(False, "--no-hooks", help="Do not add the Stop/SessionEnd indexing hooks."),
+    no_skill: bool = typer.Option(False, "--no-skill", help="Do not install the skill."),
+    recall: bool = typer.Option(False, "--recall", help="Also add a SessionStart hook: a brief of past sessions."),
+    mcp: bool = typer.Option(False, "--mcp", help="Also register `jacked mcp` as a user-scope MCP server."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Install the jacked skill and hooks into the Claude directory (idempotent, with backups)."""
+    from jacked.surfaces.install import install
+
+    s = settings()
+    report = install(s.claude_dir, hooks=not no_hooks, skill=not no_skill, recall=recall, mcp=mcp)
+    _print(report, json_out, "installed")
+    if s.qdrant_api_key is not None and not json_out:
+        warn(f"jacked: {s.config_path} holds your Qdrant API key: keep it private (chmod 600), never commit it")
+
+
+def uninstall_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Remove exactly what `jacked install` added (skill, hooks, MCP entry); your data stays."""
+    from jacked.surfaces.install import uninstall
+
+    report = uninstall(settings().claude_dir)
+    _print(report, json_out, "removed")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("install")(install_cmd)
+    app.command("uninstall")(uninstall_cmd)

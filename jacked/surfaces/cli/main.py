@@ -1,0 +1,116 @@
+"""The `jacked` command: a typer app assembled from one module per command group.
+
+`run()` is the console entry point: it turns every expected failure into one line on
+stderr and exit code 1 — never a traceback.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+try:  # typer >= 0.25 vendors its own click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_exc  # type: ignore[no-redef]
+
+from jacked.surfaces.cli import history as history_cli
+from jacked.surfaces.cli import index as index_cli
+from jacked.surfaces.cli import search as search_cli
+from jacked.surfaces.cli import retrieve as retrieve_cli
+from jacked.surfaces.cli import config_cmd as config_cli
+from jacked.surfaces.cli import install as install_cli
+from jacked.surfaces.cli import archive as archive_cli
+from jacked.surfaces.cli import mcp_cmd as mcp_cli
+from jacked.surfaces.cli import restore as restore_cli
+from jacked.surfaces.cli import stats as stats_cli
+from jacked.surfaces.cli import summarize as summarize_cli
+from jacked.surfaces.cli import timeline as timeline_cli
+from jacked.surfaces.cli import ui as ui_cli
+from jacked.surfaces.cli.common import STATE, CliError
+
+app = typer.Typer(
+    name="jacked",
+    help="Long-term memory for Claude Code: reconstruct, index and search your past sessions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    claude_dir: Optional[Path] = typer.Option(
+        None, "--claude-dir", help="Claude directory (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
+    ),
+) -> None:
+    """Long-term memory for Claude Code."""
+    STATE.claude_dir = claude_dir
+
+
+history_cli.register(app)
+index_cli.register(app)
+search_cli.register(app)
+stats_cli.register(app)
+timeline_cli.register(app)
+summarize_cli.register(app)
+restore_cli.register(app)
+mcp_cli.register(app)
+retrieve_cli.register(app)
+config_cli.register(app)
+install_cli.register(app)
+archive_cli.register(app)
+ui_cli.register(app)
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    """Exception types that mean "the user's input or setup is wrong", not a bug."""
+    from jacked.config import ConfigError
+    from jacked.index.embed import EmbedError
+    from jacked.query.history import SessionNotFound
+    from jacked.surfaces.install import InstallError
+    from jacked.query.retrieve import RetrieveError
+    from jacked.query.restore import RestoreError
+    from jacked.query.search import SearchError
+    from jacked.query.timeline import TimelineError
+    from jacked.index.store import StoreError
+    from jacked.util.time import TimeParseError
+
+    return (CliError, ConfigError, SessionNotFound, SearchError, StoreError, EmbedError, TimeParseError,
+            RetrieveError, InstallError, RestoreError, TimelineError, sqlite3.DatabaseError, OSError)
+
+
+def run() -> None:
+    """Console entry point."""
+    if os.environ.get("NO_COLOR"):
+        os.environ.setdefault("TERM", "dumb")
+    try:
+        rv = app(standalone_mode=False)
+        code = rv if isinstance(rv, int) else 0
+    except typer.Exit as e:
+        code = e.exit_code
+    except typer.Abort:
+        typer.echo("jacked: aborted", err=True)
+        code = 1
+    except click_exc.ClickException as e:
+        # usage errors: one line, exit 1 (click's default would be 2 with a usage block)
+        typer.echo(f"jacked: {e.format_message()}", err=True)
+        code = 1
+    except KeyboardInterrupt:
+        typer.echo("jacked: interrupted", err=True)
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    except _expected_errors() as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        typer.echo(f"jacked: {msg}", err=True)
+        code = 1
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    run()

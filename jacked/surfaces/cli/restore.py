@@ -1,0 +1,30 @@
+"""`jacked restore`: argument parsing and output formatting only (see `jacked.query.restore`)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from jacked.surfaces.cli.common import print_json, settings
+
+
+def restore_cmd(
+    session: str = typer.Argument(..., help="Session id, unique prefix, or transcript path."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Token budget (default 4000)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """A brief for continuing an interrupted session: goal, state after each turn, where it stopped."""
+    from jacked.surfaces.cli.history import _session_catalog
+    from jacked.query.restore import DEFAULT_MAX_TOKENS, restore_brief
+
+    s = settings()
+    catalog, sid = _session_catalog(session, s, scan=True)
+    brief = restore_brief(catalog, sid, max_tokens or DEFAULT_MAX_TOKENS, margin=s.token_safety_margin)
+    if json_out:
+        print_json(brief.to_json())
+    else:
+        typer.echo(brief.text)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("restore")(restore_cmd)

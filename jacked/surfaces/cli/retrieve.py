@@ -1,0 +1,147 @@
+"""`jacked retrieve`: argument parsing and output formatting only (the work is jacked.query.retrieve)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from jacked.surfaces.cli.common import CliError, print_json, settings, warn
+from jacked.config import Settings
+
+
+def catalog_up_to_date(s: Settings):  # type: ignore[no-untyped-def]
+    """The catalog, brought up to date with the Claude directory first (cheap when nothing changed)."""
+    from jacked.catalog import Catalog
+    from jacked.ingest.scan import scan
+
+    catalog = Catalog(s.catalog_path)
+    if s.projects_dir.is_dir():
+        report = scan(catalog, s.claude_dir, user_name=s.user_name)
+        for err in report.errors[:5]:
+            warn(f"jacked: skipped {err}")
+    return catalog
+
+
+def retrieve_cmd(
+    session_ids: list[str] = typer.Argument(..., help="Session ids or unique prefixes, most wanted first."),
+    mode: Optional[str] = typer.Option(None, "--mode", "-m",
+                                       help="smart (default) | plan | labels | agents | full."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens",
+                                             help="Token budget for everything printed (default: default_max_tokens)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would go in, with token counts, not the texts."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the output to FILE instead of stdout."),
+    no_git: bool = typer.Option(False, "--no-git", help="Skip the git check of files changed since the session."),
+) -> None:
+    """Load past sessions' context into a token budget, ready to inject into a new session."""
+    from jacked.query.history import resolve_session
+    from jacked.query.retrieve import MODES, retrieve, to_json_bytes
+
+    mode = (mode or "smart").strip().lower()
+    if mode not in MODES:
+        raise CliError(f"unknown --mode {mode!r}: use one of {', '.join(MODES)}")
+    s = settings()
+    budget = max_tokens if max_tokens is not None else s.default_max_tokens
+    catalog = catalog_up_to_date(s)
+    ids = [resolve_session(catalog, ref, s.claude_dir) for ref in session_ids]
+    result = retrieve(catalog, ids, mode=mode, budget=budget, margin=s.token_safety_margin,
+                      check_git=not no_git, warn=warn)
+    if json_out:
+        data = to_json_bytes(result, dry_run).decode() + "\n"
+    elif dry_run:
+        data = _dry_run_text(result)
+    else:
+        data = result.text
+    if output is not None:
+        try:
+            output.write_text(data, encoding="utf-8")
+        except OSError as e:
+            raise CliError(f"cannot write {output}: {e.strerror or e}") from e
+        warn(f"jacked: wrote {len(result.sessions)} sessions, {result.used} of {result.budget} tokens, to {output}")
+        return
+    typer.echo(data, nl=False)
+
+
+def _dry_run_text(result) -> str:  # type: ignore[no-untyped-def]
+    lines = [f"dry run · mode {result.mode} · budget {result.budget:,} · would use {result.used:,} "
+             f"(remaining {result.budget - result.used:,})"]
+    for s in result.sessions:
+        st = s["staleness"]
+        lines.append(f"  {s['session_id']}  {s['tokens']:>6,} tokens  {s['repo_name'] or '-'}  {s['age']}"
+                     f"  staleness {st['level']}" + (f", {len(st['changed_files'])} files changed" if st['changed_files'] else ""))
+        for sec in s["sections"]:
+            preview = " ".join(sec["text"].split())[:70]
+            lines.append(f"      + {sec['content_type']:18s} {sec['tokens']:>6,}  {preview}")
+    for o in result.omitted:
+        lines.append(f"      - {o['session_id'][:8]} {o['content_type']:18s} {o['tokens']:>6,}  (left out)")
+    for d in result.dropped_sessions:
+        lines.append(f"  {d}  dropped: nothing fit")
+    return "\n".join(lines) + "\n"
+
+
+def _search_fn(s: Settings):  # type: ignore[no-untyped-def]
+    """A `search(query, repo) -> [session ids]` over the index, or None when there is no index."""
+    from jacked.index.indexer import configured_store, store_exists
+
+    try:
+        if s.backend != "edge" or not store_exists(configured_store(s)):
+            return None
+    except Exception:
+        return None
+
+    def search(query: str, repo: str) -> list[str]:
+        from jacked.query.search import SearchOptions, search_many
+
+        res = search_many(s, [query], SearchOptions(repo=repo, limit=5, current_repo=repo))
+        return [r["session_id"] for r in res[0]["results"]]
+
+    return search
+
+
+def recall_cmd(
+    hook: bool = typer.Option(False, "--hook", help="Run as Claude Code's SessionStart hook: read its JSON on "
+                                                    "stdin, print the brief as added context, always exit 0."),
+    cwd: Optional[Path] = typer.Option(None, "--cwd", help="The repo to recall (default: the current directory)."),
+    max_tokens: int = typer.Option(1500, "--max-tokens", min=100, help="Size limit of the brief."),
+    no_search: bool = typer.Option(False, "--no-search", help="Use the catalog only (no model load)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """A short brief of the past sessions most relevant to this repo (for the start of a session)."""
+    import json
+    import os
+    import sys
+
+    from jacked.query.retrieve import recall_brief
+
+    if hook:
+        # A hook must never break Claude Code: any problem means "no brief", exit 0.
+        try:
+            raw = sys.stdin.read()
+            data = json.loads(raw) if raw.strip() else {}
+            where = str(data.get("cwd") or os.getcwd()) if isinstance(data, dict) else os.getcwd()
+            s = settings()
+            brief = recall_brief(catalog_up_to_date(s), where, None if no_search else _search_fn(s), max_tokens)
+            if brief["text"]:
+                sys.stdout.write(json.dumps({"hookSpecificOutput": {
+                    "hookEventName": "SessionStart", "additionalContext": brief["text"]}}) + "\n")
+        except Exception as e:  # noqa: BLE001
+            try:
+                from jacked.surfaces.hook import log_problem
+
+                log_problem(settings().home, f"recall hook failed: {type(e).__name__}: {e}")
+            except Exception:
+                pass
+        raise typer.Exit(0)
+    s = settings()
+    where = str((cwd or Path.cwd()).absolute())
+    brief = recall_brief(catalog_up_to_date(s), where, None if no_search else _search_fn(s), max_tokens)
+    if json_out:
+        print_json(brief)
+    else:
+        typer.echo(brief["text"] or f"no past sessions found for {brief['repo']}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("retrieve")(retrieve_cmd)
+    app.command("recall")(recall_cmd)

@@ -1,0 +1,80 @@
+"""`jacked stats`: argument parsing and output formatting only (see `jacked.query.stats`)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from jacked.surfaces.cli.common import print_json, settings
+
+
+def stats_cmd(
+    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only turns since: 7d, 2w, 3m, 1y or a date."),
+    session: Optional[str] = typer.Option(None, "--session", help="Only this session (id, prefix or path)."),
+    tool: Optional[str] = typer.Option(None, "--tool", help="Detail for one tool: position, before / after."),
+    subagents: bool = typer.Option(False, "--subagents", help="Count the subagents' own tool calls too."),
+    top: int = typer.Option(10, "-n", "--top", min=1, help="Rows in each top list."),
+    no_scan: bool = typer.Option(False, "--no-scan", help="Answer from the catalog as it is (skip the "
+                                 "check for new transcript lines)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Tool use, errors, files, commands, tokens and tool patterns, from the catalog."""
+    from jacked.surfaces.cli.history import _catalog_and_scan
+    from jacked.query.history import resolve_session
+    from jacked.query.stats import StatsQuery, compute_stats
+
+    s = settings()
+    catalog = _catalog_and_scan(s, scan=not no_scan)
+    sid = resolve_session(catalog, session, s.claude_dir) if session else None
+    data = compute_stats(catalog, StatsQuery(repo=repo, since=since, session_id=sid, tool=tool,
+                                             include_subagents=subagents, top=top))
+    if json_out:
+        print_json(data)
+    else:
+        typer.echo(render(data))
+
+
+def render(d: dict[str, Any]) -> str:
+    """The stats as a few readable blocks."""
+    out = [f"{d['sessions']} sessions, {d['turns']} turns, {d['tool_calls']} tool calls "
+           f"({d['tool_error_count']} failed); tokens {d['tokens']['input']:,} in / {d['tokens']['output']:,} out"]
+    if d["time"]["turn_ms_total"]:
+        med = d["time"]["turn_ms_median"]
+        out.append(f"time in turns {d['time']['turn_ms_total'] / 3.6e6:.1f} h"
+                   + (f", median turn {med / 1000:.0f} s" if med is not None else "")
+                   + f"; {d['time']['first'] or '?'} → {d['time']['last'] or '?'}")
+    out.append("\ntools (calls, failed, error rate):")
+    for name, calls in list(d["tool_usage"].items())[:15]:
+        out.append(f"  {name:<18} {calls:>6} {d['tool_errors'].get(name, 0):>5}  {d['error_rates'][name] * 100:5.1f}%")
+    if d["sequences"]:
+        out.append("\ncommon sequences within turns:")
+        for s in d["sequences"]:
+            out.append(f"  {s['count']:>5}  {' → '.join(s['tools'])}")
+    p = d["parallel"]
+    if p["batches"]:
+        sizes = ", ".join(f"{k}×{v}" for k, v in p["sizes"].items())
+        out.append(f"\nparallel batches: {p['batches']} (sizes {sizes})")
+        for t in p["tool_sets"][:5]:
+            out.append(f"  {t['count']:>5}  {' ∥ '.join(t['tools'])}")
+    for key, label in (("files_read", "files most read"), ("files_edited", "files most edited")):
+        if d[key]:
+            out.append(f"\n{label}:")
+            out += [f"  {f['count']:>5}  {f['path']}" for f in d[key]]
+    if d["bash_commands"]:
+        out.append("\nbash commands most run (runs, failed):")
+        out += [f"  {c['count']:>5} {c['failed']:>4}  {c['command'][:100]}" for c in d["bash_commands"]]
+    if d["bash_failing"]:
+        out.append("\nbash commands most failing (failed / runs):")
+        out += [f"  {c['failed']:>5}/{c['count']:<4} {c['command'][:100]}" for c in d["bash_failing"]]
+    t = d.get("tool_detail")
+    if t:
+        out.append(f"\n{t['tool']}: {t['calls']} calls in {t['turns_using']} turns, {t['errors']} failed; "
+                   f"position {t['position']}, mean relative position {t['mean_relative_position']}")
+        out.append("  preceded by: " + ", ".join(f"{k} {v}" for k, v in t["preceded_by"].items()))
+        out.append("  followed by: " + ", ".join(f"{k} {v}" for k, v in t["followed_by"].items()))
+    return "\n".join(out)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("stats")(stats_cmd)

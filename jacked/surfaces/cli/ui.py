@@ -1,0 +1,52 @@
+"""`jacked ui`: argument parsing and startup messages only (the work is jacked.surfaces.ui.server)."""
+from __future__ import annotations
+
+import secrets
+from typing import Optional
+
+import typer
+
+from jacked.surfaces.cli.common import CliError, settings, warn
+
+
+def ui_cmd(
+    port: int = typer.Option(8377, "--port", "-p", min=0, max=65535, help="Port to listen on (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind. Anything but loopback needs a token."),
+    open_browser: bool = typer.Option(False, "--open", help="Open the page in the default browser."),
+    token: Optional[str] = typer.Option(None, "--token", help="Token every request must carry (generated and "
+                                        "printed when --host is not local and none is given)."),
+    no_scan: bool = typer.Option(False, "--no-scan", help="Serve the catalog as it is (skip the startup scan)."),
+) -> None:
+    """A local web view of your sessions, turns, stats and retrieval (Ctrl-C stops it)."""
+    from jacked.surfaces.cli.history import _catalog_and_scan
+    from jacked.surfaces.ui.server import UiConfigError, is_loopback, make_server
+
+    s = settings()
+    if not no_scan:
+        _catalog_and_scan(s, scan=True, quiet=False).close()
+    if token is None and not is_loopback(host):
+        token = secrets.token_urlsafe(24)
+        warn("jacked: --host is not local, so every request needs this token (generated; pass --token to choose)")
+    try:
+        server = make_server(s, host, port, token)
+    except UiConfigError as e:
+        raise CliError(str(e)) from e
+    except OSError as e:
+        raise CliError(f"cannot listen on {host}:{port}: {e.strerror or e} (try another --port)") from e
+    url = server.url + (f"?token={token}" if token else "")
+    typer.echo(f"jacked ui: serving {s.claude_dir} at {url}")
+    typer.echo("press Ctrl-C to stop")
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        typer.echo("jacked ui: stopped")
+    finally:
+        server.server_close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ui")(ui_cmd)

@@ -1,0 +1,394 @@
+"""`jacked install` / `jacked uninstall`: the skill, the hooks and (optionally) the MCP server.
+
+What install touches, all under the Claude directory unless noted:
+* `skills/jacked/SKILL.md` — the skill shipped in the package (`jacked/skill/SKILL.md`);
+* `settings.json` — `hooks`: Stop and SessionEnd run `<jacked> index --hook` (async: Claude
+  Code does not wait; the command itself also returns at once and indexes in a child);
+  with `recall`, SessionStart runs `<jacked> recall --hook` (synchronous: its output is
+  the context Claude Code adds to the new session);
+* with `mcp`, Claude Code's user-scope MCP servers (`mcpServers` in `.claude.json`: in the
+  Claude directory when it holds one or when it is not the default `~/.claude`, else
+  `~/.claude.json`) get `jacked` as a stdio server (`<jacked> mcp`).
+
+Guarantees: idempotent (a second install writes nothing); a timestamped backup of every
+file before it is written (`<claude dir>/jacked-backups/`, mode 0600); the user's other
+settings and hooks are left as they are; uninstall removes exactly what install added.
+For byte identity, the state file (`<claude dir>/jacked-install.json`) remembers each
+JSON file's bytes from before jacked's additions and a hash of what install wrote: when
+the file is still exactly what install wrote, uninstall puts the old bytes back; when
+the user changed it since, only jacked's entries are taken out.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jacked.util.fs import atomic_write
+
+__all__ = ["InstallError", "InstallReport", "install", "uninstall", "jacked_command", "mcp_config_path",
+           "skill_source", "STATE_FILE", "HOOK_EVENTS"]
+
+STATE_FILE = "jacked-install.json"
+BACKUP_DIR = "jacked-backups"
+HOOK_EVENTS = ("Stop", "SessionEnd")
+RECALL_EVENT = "SessionStart"
+MCP_NAME = "jacked"
+INDEX_HOOK_TIMEOUT_S = 30
+RECALL_HOOK_TIMEOUT_S = 20
+
+
+class InstallError(Exception):
+    """A file install must not touch as it is (e.g. settings.json is not valid JSON)."""
+
+
+@dataclass
+class InstallReport:
+    """What install or uninstall did; `to_json` for `--json`."""
+
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    backups: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"changed": self.changed, "unchanged": self.unchanged, "backups": self.backups, "notes": self.notes}
+
+
+# --------------------------------------------------------------------------- paths and commands
+def jacked_command() -> str:
+    """The absolute command that runs this jacked (hooks run without the user's PATH setup)."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name in ("jacked", "jacked.exe"):
+        p = argv0 if argv0.is_absolute() else Path(shutil.which(str(argv0)) or argv0).absolute()
+        if p.exists():
+            return shlex.quote(str(p.resolve()))
+    found = shutil.which("jacked")
+    if found:
+        return shlex.quote(str(Path(found).resolve()))
+    script = Path(sys.executable).parent / "jacked"
+    if script.exists():
+        return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m jacked.surfaces.cli.main"
+
+
+def skill_source() -> str:
+    """The SKILL.md shipped inside the package."""
+    return resources.files("jacked").joinpath("skill/SKILL.md").read_text(encoding="utf-8")
+
+
+def mcp_config_path(claude_dir: Path, default_dir: Path | None = None) -> Path:
+    """Where Claude Code keeps user-scope MCP servers: `.claude.json` in the Claude directory
+    when that file exists there or the directory is not the default one, else `~/.claude.json`."""
+    default_dir = default_dir or Path.home() / ".claude"
+    inside = Path(claude_dir) / ".claude.json"
+    if inside.exists() or Path(claude_dir).absolute() != default_dir.absolute():
+        return inside
+    return default_dir.parent / ".claude.json"
+
+
+def _sha(data: bytes | None) -> str | None:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o644
+    atomic_write(path, data, mode=mode)
+
+
+class _Ctx:
+    """One install/uninstall run: the Claude dir, the state file, backups, the report."""
+
+    def __init__(self, claude_dir: Path, report: InstallReport, stamp: str | None = None) -> None:
+        self.claude_dir = Path(claude_dir)
+        self.report = report
+        self.stamp = stamp or time.strftime("%Y%m%d-%H%M%S") + f"-{time.time_ns() % 1_000_000:06d}"
+        self.state_path = self.claude_dir / STATE_FILE
+        raw = _read(self.state_path)
+        try:
+            self.state: dict[str, Any] = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            self.state = {}
+        self.state.setdefault("version", 1)
+        self.state.setdefault("files", {})
+
+    def backup(self, path: Path) -> None:
+        """A timestamped copy of `path` (if it exists) before it is written."""
+        if not path.exists():
+            return
+        dest_dir = self.claude_dir / BACKUP_DIR
+        dest_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        dest = dest_dir / f"{path.name}.{self.stamp}"
+        shutil.copyfile(path, dest)
+        os.chmod(dest, 0o600)  # settings files may hold tokens
+        self.report.backups.append(str(dest))
+
+    def save_state(self) -> None:
+        if not self.state["files"] and not self.state.get("skill"):
+            if self.state_path.exists():
+                self.state_path.unlink()
+            return
+        _write_atomic(self.state_path, (json.dumps(self.state, indent=2) + "\n").encode(), 0o600)
+
+
+# --------------------------------------------------------------------------- JSON files
+def _load_json(path: Path, raw: bytes | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise InstallError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno} ({e.msg}): "
+                           f"fix it first; jacked leaves it untouched") from None
+    if not isinstance(data, dict):
+        raise InstallError(f"{path}: expected a JSON object; jacked leaves it untouched")
+    return data
+
+
+def _dump(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _edit_json(ctx: _Ctx, path: Path, key: str, add: Callable[[dict[str, Any]], None],
+               remove: Callable[[dict[str, Any]], bool]) -> None:
+    """Merge jacked's entries into a JSON file, remembering its bytes from before them."""
+    raw = _read(path)
+    data = _load_json(path, raw)
+    entry = ctx.state["files"].get(key)
+    probe = json.loads(json.dumps(data))
+    had_ours = remove(probe)
+    if not had_ours:
+        pre = raw  # the user's file as it is: restored byte for byte on uninstall
+    elif entry and _sha(raw) == entry.get("post_sha256"):
+        pre = base64.b64decode(entry["pre_b64"]) if entry.get("pre_b64") is not None else None
+    else:  # changed since jacked wrote it: the best "before" is the file without jacked's entries
+        pre = _dump(probe)
+    add(data)
+    new = _dump(data)
+    if raw is not None and json.loads(raw or b"{}") == data and had_ours:
+        ctx.report.unchanged.append(str(path))
+        if entry is None:  # entries found but no state (e.g. state file lost): remember them now
+            ctx.state["files"][key] = {"path": str(path), "pre_b64": base64.b64encode(pre).decode() if pre is not None
+                                       else None, "post_sha256": _sha(raw)}
+        return
+    ctx.backup(path)
+    _write_atomic(path, new)
+    ctx.state["files"][key] = {"path": str(path), "pre_b64": base64.b64encode(pre).decode() if pre is not None else None,
+                               "post_sha256": _sha(new)}
+    ctx.report.changed.append(str(path))
+
+
+def _unedit_json(ctx: _Ctx, path: Path, key: str, remove: Callable[[dict[str, Any]], bool]) -> None:
+    """Take jacked's entries out of a JSON file: the old bytes back when nothing else changed."""
+    raw = _read(path)
+    entry = ctx.state["files"].pop(key, None)
+    if raw is None:
+        return
+    if entry and _sha(raw) == entry.get("post_sha256"):
+        ctx.backup(path)
+        pre = entry.get("pre_b64")
+        if pre is None:
+            path.unlink()
+        else:
+            _write_atomic(path, base64.b64decode(pre))
+        ctx.report.changed.append(str(path))
+        return
+    data = _load_json(path, raw)
+    if not remove(data):
+        ctx.report.unchanged.append(str(path))
+        return
+    ctx.backup(path)
+    _write_atomic(path, _dump(data))
+    ctx.report.changed.append(str(path))
+
+
+# --------------------------------------------------------------------------- hooks
+def _is_ours(hook: Any, sub: str) -> bool:
+    """A hook entry jacked added: a command running some jacked with `<sub> --hook`."""
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return False
+    cmd = hook["command"]
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return False
+    if not words or words[-2:] != [sub, "--hook"]:
+        return False
+    exe = " ".join(words[:-2])
+    return Path(words[0]).name in ("jacked", "jacked.exe") or "jacked.surfaces.cli.main" in exe
+
+
+def _wanted_hooks(exe: str, recall: bool) -> dict[str, dict[str, Any]]:
+    hooks = {ev: {"type": "command", "command": f"{exe} index --hook", "async": True,
+                  "timeout": INDEX_HOOK_TIMEOUT_S} for ev in HOOK_EVENTS}
+    if recall:
+        hooks[RECALL_EVENT] = {"type": "command", "command": f"{exe} recall --hook", "timeout": RECALL_HOOK_TIMEOUT_S}
+    return hooks
+
+
+def _remove_hooks(data: dict[str, Any]) -> bool:
+    """Drop jacked's hook entries (and the groups, lists and `hooks` key left empty by that)."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    found = False
+    for ev in list(hooks):
+        groups = hooks[ev]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for g in groups:
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list):
+                kept = [h for h in g["hooks"] if not (_is_ours(h, "index") or _is_ours(h, "recall"))]
+                if len(kept) != len(g["hooks"]):
+                    found = True
+                    if not kept:
+                        continue  # the group held only jacked's hook: it was jacked's group
+                    g = {**g, "hooks": kept}
+            kept_groups.append(g)
+        if kept_groups:
+            hooks[ev] = kept_groups
+        else:
+            del hooks[ev]
+    if found and not hooks:
+        del data["hooks"]
+    return found
+
+
+def _add_hooks(data: dict[str, Any], wanted: dict[str, dict[str, Any]]) -> None:
+    _remove_hooks(data)  # one current entry per event, whatever an older install left
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InstallError("settings.json: `hooks` is not an object; jacked leaves it untouched")
+    for ev, hook in wanted.items():
+        groups = hooks.setdefault(ev, [])
+        if not isinstance(groups, list):
+            raise InstallError(f"settings.json: hooks.{ev} is not a list; jacked leaves it untouched")
+        groups.append({"hooks": [hook]})
+
+
+# --------------------------------------------------------------------------- MCP
+def _mcp_entry(exe: str) -> dict[str, Any]:
+    words = shlex.split(exe)
+    return {"type": "stdio", "command": words[0], "args": words[1:] + ["mcp"], "env": {}}
+
+
+def _add_mcp(data: dict[str, Any], exe: str) -> None:
+    servers = data.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise InstallError("mcpServers is not an object; jacked leaves it untouched")
+    servers[MCP_NAME] = _mcp_entry(exe)
+
+
+def _remove_mcp(data: dict[str, Any]) -> bool:
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict) or MCP_NAME not in servers:
+        return False
+    entry = servers[MCP_NAME]
+    args = entry.get("args") if isinstance(entry, dict) else None
+    if not (isinstance(args, list) and args[-1:] == ["mcp"]):
+        return False  # a server of the same name that is not ours: leave it
+    del servers[MCP_NAME]
+    if not servers:
+        del data["mcpServers"]
+    return True
+
+
+# --------------------------------------------------------------------------- entry points
+def install(claude_dir: Path, hooks: bool = True, skill: bool = True, recall: bool = False, mcp: bool = False,
+            exe: str | None = None, mcp_path: Path | None = None) -> InstallReport:
+    """Install the skill, the hooks and optionally recall and the MCP server (idempotent)."""
+    claude_dir = Path(claude_dir)
+    if not claude_dir.is_dir():
+        raise InstallError(f"no Claude directory at {claude_dir}: run Claude Code once, or set CLAUDE_CONFIG_DIR")
+    report = InstallReport()
+    ctx = _Ctx(claude_dir, report)
+    exe = exe or jacked_command()
+    if skill:
+        _install_skill(ctx)
+    if hooks or recall:
+        wanted = _wanted_hooks(exe, recall) if hooks else {RECALL_EVENT: _wanted_hooks(exe, True)[RECALL_EVENT]}
+        _edit_json(ctx, claude_dir / "settings.json", "settings", lambda d: _add_hooks(d, wanted), _remove_hooks)
+    if mcp:
+        path = mcp_path or mcp_config_path(claude_dir)
+        _edit_json(ctx, path, "mcp", lambda d: _add_mcp(d, exe), _remove_mcp)
+        if str(path) in report.changed:
+            report.notes.append(f"MCP server `{MCP_NAME}` registered in {path} (user scope): restart Claude Code")
+    ctx.save_state()
+    return report
+
+
+def uninstall(claude_dir: Path, mcp_path: Path | None = None) -> InstallReport:
+    """Remove what install added: the skill, jacked's hooks, the MCP server entry."""
+    claude_dir = Path(claude_dir)
+    report = InstallReport()
+    ctx = _Ctx(claude_dir, report)
+    _uninstall_skill(ctx)
+    _unedit_json(ctx, claude_dir / "settings.json", "settings", _remove_hooks)
+    mcp_file = Path(ctx.state["files"]["mcp"]["path"]) if "mcp" in ctx.state["files"] else (
+        mcp_path or mcp_config_path(claude_dir))
+    _unedit_json(ctx, mcp_file, "mcp", _remove_mcp)
+    ctx.save_state()
+    return report
+
+
+def _install_skill(ctx: _Ctx) -> None:
+    dest = ctx.claude_dir / "skills" / "jacked" / "SKILL.md"
+    text = skill_source().encode("utf-8")
+    current = _read(dest)
+    if current == text:
+        ctx.report.unchanged.append(str(dest))
+    else:
+        created = [str(d) for d in (dest.parent.parent, dest.parent) if not d.exists()]
+        ctx.backup(dest)
+        _write_atomic(dest, text, 0o644)
+        prev = ctx.state.get("skill") or {}
+        ctx.state["skill"] = {"path": str(dest), "sha256": _sha(text),
+                              "created_dirs": prev.get("created_dirs", created),
+                              "pre_b64": prev.get("pre_b64", base64.b64encode(current).decode() if current else None)}
+        ctx.report.changed.append(str(dest))
+
+
+def _uninstall_skill(ctx: _Ctx) -> None:
+    info = ctx.state.pop("skill", None)
+    dest = Path(info["path"]) if info else ctx.claude_dir / "skills" / "jacked" / "SKILL.md"
+    current = _read(dest)
+    if current is None:
+        return
+    ours = (info and _sha(current) == info.get("sha256")) or current == skill_source().encode("utf-8")
+    if not ours:
+        ctx.report.notes.append(f"{dest} was changed since install: left in place")
+        return
+    ctx.backup(dest)
+    if info and info.get("pre_b64"):
+        _write_atomic(dest, base64.b64decode(info["pre_b64"]))  # someone else's skill was there before
+    else:
+        dest.unlink()
+        for d in (info or {}).get("created_dirs", [str(dest.parent)])[::-1]:
+            try:
+                Path(d).rmdir()  # only when empty
+            except OSError:
+                pass
+    ctx.report.changed.append(str(dest))

@@ -1,0 +1,418 @@
+"""The JSON API of `jacked ui`: thin handlers over the library functions the CLI uses.
+
+Every handler takes the query/body parameters as plain strings (or a JSON body) and returns a
+JSON-ready object; a problem the user can fix raises `ApiError` with an HTTP status. There is
+no data model of its own: sessions and turns come from `jacked.query.history`, search from
+`jacked.query.search`, stats from `jacked.query.stats`, file diffs and compactions from `jacked.query.timeline`,
+the composer's preview from `jacked.query.retrieve`.
+
+Two thin adapters live here because no library function answers them yet:
+- `list_sessions_page`: the session list with date filters and paging (history.list_sessions
+  has repo + limit only) — plain SQL over the same `sessions` table, shaped by
+  `history.session_summary` so rows match `jacked sessions --json`.
+- `over_time`: turns, sessions, tokens and tool calls per day (the stats page's time charts;
+  `compute_stats` has totals only).
+
+SQLite connections cannot cross threads, and the server answers each request on its own
+thread, so each call opens its own `Catalog` (about a millisecond; measured by the UI bench).
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from jacked import __version__ as JACKED_VERSION
+from jacked.catalog import Catalog
+from jacked.config import Settings
+from jacked.query.history import SessionNotFound, resolve_session, session_summary, turns_json
+from jacked.util.time import TimeParseError, now_utc, parse_since, parse_ts, relative_age
+
+DEFAULT_PAGE = 50
+MAX_PAGE = 500
+MAX_SESSIONS_IN_RETRIEVE = 50
+# The columns `history.session_summary` reads: the list never loads plans or other big texts.
+_LIST_COLUMNS = ("session_id, repo_name, cwd, started_at, ended_at, turn_count, title, first_prompt, git_branch, "
+                 "slug, version_first, tool_call_count, tool_error_count, subagent_count, input_tokens, "
+                 "output_tokens, lines_skipped, file, source")
+FIRST_PROMPT_CHARS = 300
+
+
+class ApiError(Exception):
+    """A request the user must fix: `status` is the HTTP status, the message is shown as is."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _int(params: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    raw = params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(str(raw))
+    except ValueError:
+        raise ApiError(400, f"{name} must be a whole number, not {raw!r}") from None
+    if not lo <= value <= hi:
+        raise ApiError(400, f"{name} must be between {lo} and {hi}")
+    return value
+
+
+def _bool(params: dict[str, Any], name: str, default: bool) -> bool:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return default
+    if isinstance(raw, bool):
+        return raw
+    return str(raw).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _list(raw: Any) -> list[str]:
+    """`a,b` or a JSON list → a list of non-empty strings."""
+    if raw is None:
+        return []
+    items = raw if isinstance(raw, list) else str(raw).split(",")
+    return [str(x).strip() for x in items if str(x).strip()]
+
+
+def _iso(dt: Any) -> str:
+    """A datetime as the catalog's `...Z` ISO form, so string comparison is time comparison."""
+    return dt.astimezone(now_utc().tzinfo).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _date_bound(value: str | None, name: str, end_of_day: bool = False) -> str | None:
+    """`7d`, `2w`, a date or a date-time → an ISO bound; a bare `until` date includes that day."""
+    if not value:
+        return None
+    v = value.strip()
+    try:
+        dt = parse_since(v)
+    except TimeParseError as e:
+        raise ApiError(400, f"{name}: {e}") from None
+    if end_of_day and len(v) == 10:  # a bare date: the whole day is in
+        dt = dt.replace(hour=23, minute=59, second=59, microsecond=999000)
+    return _iso(dt)
+
+
+class UiApi:
+    """The API's state: settings, and a lock that serialises searches (one store open at a time)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._search_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def catalog(self) -> Iterator[Catalog]:
+        """A catalog connection for this request's thread (closed after)."""
+        cat = Catalog(self.settings.catalog_path)
+        try:
+            yield cat
+        finally:
+            cat.close()
+
+    def index_exists(self) -> bool:
+        """Whether there is a vector index to search (an edge shard on disk, or a server)."""
+        from jacked.index.indexer import configured_store, store_exists
+
+        try:
+            return bool(store_exists(configured_store(self.settings)))
+        except Exception:  # noqa: BLE001 - a broken config means "no usable index" for the page
+            return False
+
+    # ------------------------------------------------------------------ endpoints
+    def health(self, params: dict[str, str]) -> dict[str, Any]:
+        """`GET /api/health`: version, catalog totals, whether search has an index."""
+        from jacked.index.extract import CONTENT_TYPES
+        from jacked.query.retrieve import MODES
+
+        with self.catalog() as cat:
+            totals = cat.totals()
+        return {"ok": True, "version": JACKED_VERSION, "claude_dir": str(self.settings.claude_dir),
+                "index": self.index_exists(), "backend": getattr(self.settings, "backend", "edge"),
+                "content_types": list(CONTENT_TYPES), "retrieve_modes": list(MODES),
+                "default_max_tokens": self.settings.default_max_tokens,
+                "token_safety_margin": self.settings.token_safety_margin, **totals}
+
+    def repos(self, params: dict[str, str]) -> dict[str, Any]:
+        """`GET /api/repos`: repos with their session counts, most sessions first."""
+        with self.catalog() as cat:
+            rows = cat.db.execute(
+                "SELECT repo_name, COUNT(*) AS sessions, MAX(started_at) AS last FROM sessions "
+                "WHERE has_main = 1 AND repo_name IS NOT NULL GROUP BY repo_name ORDER BY 2 DESC, 1").fetchall()
+        return {"repos": [{"repo_name": r[0], "sessions": r[1], "last_started_at": r[2]} for r in rows]}
+
+    def sessions(self, params: dict[str, str]) -> dict[str, Any]:
+        """`GET /api/sessions`: the list, filtered by repo, date and text, newest (or best) first."""
+        limit = _int(params, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
+        offset = _int(params, "offset", 0, 0, 10**9)
+        repo = (params.get("repo") or "").strip() or None
+        since = _date_bound(params.get("since"), "since")
+        until = _date_bound(params.get("until"), "until", end_of_day=True)
+        q = (params.get("q") or "").strip()
+        types = _list(params.get("types"))
+        if q:
+            return self._text_search(q, types, repo, since, until, limit, offset)
+        with self.catalog() as cat:
+            total, rows = list_sessions_page(cat, repo, since, until, limit, offset)
+        return {"total": total, "offset": offset, "limit": limit, "sessions": rows,
+                "search": None}
+
+    def _text_search(self, q: str, types: list[str], repo: str | None, since: str | None, until: str | None,
+                     limit: int, offset: int) -> dict[str, Any]:
+        """Hybrid search when an index exists; else a plain substring match, said so."""
+        if not self.index_exists():
+            with self.catalog() as cat:
+                total, rows = list_sessions_page(cat, repo, since, until, limit, offset, text=q)
+            return {"total": total, "offset": offset, "limit": limit, "sessions": rows,
+                    "search": {"mode": "substring", "query": q, "types": types,
+                               "note": "no search index yet: matched titles and first prompts only "
+                                       "(run `jacked backfill` for hybrid search)"}}
+        result = self.search({"q": q, "types": ",".join(types), "repo": repo or "", "since": since or "",
+                              "limit": str(MAX_PAGE)})  # ranking costs the same: fetch all, page here
+        hits = result["results"]
+        by_id: dict[str, dict[str, Any]] = {}
+        with self.catalog() as cat:
+            ids = [h["session_id"] for h in hits]
+            for chunk in range(0, len(ids), 500):
+                part = ids[chunk:chunk + 500]
+                sql = f"SELECT {_LIST_COLUMNS} FROM sessions WHERE session_id IN ({','.join('?' * len(part))})"
+                for r in cat.db.execute(sql, part):
+                    by_id[r["session_id"]] = _list_row(dict(r))
+        rows = []
+        for h in hits:
+            row = by_id.get(h["session_id"]) or {
+                "session_id": h["session_id"], "repo_name": h.get("repo_name"), "title": h.get("title"),
+                "started_at": h.get("started_at"), "ended_at": h.get("timestamp"), "age": h.get("age"),
+                "in_catalog": False}
+            if until and (row.get("started_at") or "") > until:
+                continue
+            row.update({"score": h["score"], "matches": h["matches"]})
+            rows.append(row)
+        return {"total": len(rows), "offset": offset, "limit": limit, "sessions": rows[offset:offset + limit],
+                "search": {"mode": "hybrid", "query": result["query"], "types": types, "note": None}}
+
+    def search(self, params: dict[str, str]) -> dict[str, Any]:
+        """`GET /api/search`: exactly `jacked search --json` (hybrid, grouped per session)."""
+        from jacked.index.indexer import Indexer
+        from jacked.query.search import SearchError, SearchOptions, search_many
+        from jacked.index.store import StoreError
+
+        q = (params.get("q") or "").strip()
+        if not q:
+            raise ApiError(400, "q is required: give some words to search for")
+        if not self.index_exists():
+            raise ApiError(409, f"no index in {self.settings.home} yet: run `jacked backfill` first")
+        opts = SearchOptions(types=_list(params.get("types")) or None, scope=params.get("scope") or None,
+                             agent_type=params.get("agent_type") or None, repo=params.get("repo") or None,
+                             user=params.get("user") or None, mine=_bool(params, "mine", False),
+                             since=params.get("since") or None, limit=_int(params, "limit", 10, 1, MAX_PAGE))
+        try:
+            with self._search_lock, self.catalog() as cat:
+                return search_many(self.settings, [q], opts, indexer=Indexer(self.settings, cat))[0]
+        except (SearchError, TimeParseError) as e:
+            raise ApiError(400, str(e)) from None
+        except StoreError as e:
+            raise ApiError(503, str(e)) from None
+
+    def session(self, ref: str, params: dict[str, str]) -> dict[str, Any]:
+        """`GET /api/sessions/{id}`: everything the session page shows, in one answer."""
+        with self.catalog() as cat:
+            sid = self._resolve(cat, ref)
+            return session_detail(cat, sid, self.settings)
+
+    def turns(self, ref: str, params: dict[str, str]) -> dict[str, Any]:
+        """`GET /api/sessions/{id}/turns`: exactly `jacked turns --json`."""
+        with self.catalog() as cat:
+            return turns_json(cat, self._resolve(cat, ref))
+
+    def stats(self, params: dict[str, str]) -> dict[str, Any]:
+        """`GET /api/stats`: `jacked stats --json`, plus per-day series for the time charts."""
+        from jacked.query.stats import StatsQuery, compute_stats
+
+        q = StatsQuery(repo=(params.get("repo") or None), since=(params.get("since") or None),
+                       tool=(params.get("tool") or None), include_subagents=_bool(params, "subagents", False),
+                       top=_int(params, "top", 10, 1, 100))
+        with self.catalog() as cat:
+            if params.get("session"):
+                q.session_id = self._resolve(cat, params["session"])
+            try:
+                data = compute_stats(cat, q)
+            except TimeParseError as e:
+                raise ApiError(400, str(e)) from None
+            data["over_time"] = over_time(cat, q)
+        return data
+
+    def retrieve(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`POST /api/retrieve`: `jacked retrieve --json` for the chosen sessions, plus its text."""
+        from jacked.query.retrieve import MODES, RetrieveError, retrieve
+
+        ids = _list(body.get("session_ids"))
+        if not ids:
+            raise ApiError(400, "session_ids is required: pick at least one session")
+        if len(ids) > MAX_SESSIONS_IN_RETRIEVE:
+            raise ApiError(400, f"at most {MAX_SESSIONS_IN_RETRIEVE} sessions at once")
+        mode = str(body.get("mode") or "smart").strip().lower()
+        if mode not in MODES:
+            raise ApiError(400, f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+        budget = _int({"budget": body.get("budget")}, "budget", self.settings.default_max_tokens, 1, 10**7)
+        with self.catalog() as cat:
+            sids = [self._resolve(cat, ref) for ref in ids]
+            warnings: list[str] = []
+            try:
+                result = retrieve(cat, sids, mode=mode, budget=budget, margin=self.settings.token_safety_margin,
+                                  check_git=_bool(body, "git", True), warn=warnings.append)
+            except RetrieveError as e:
+                raise ApiError(400, str(e)) from None
+        out = result.to_json()
+        out["text"] = result.text
+        out["warnings"] = warnings
+        # Why each unit was left out: `retrieve` leaves out whole units by priority when the
+        # budget is short, and whole sessions when none of their units fit.
+        for o in out["omitted"]:
+            o["reason"] = (f"did not fit in the budget ({o['tokens']:,} tokens; "
+                           f"higher-priority units went in first)")
+        out["dropped"] = [{"session_id": d, "reason": f"none of its units fit in {budget:,} tokens"}
+                          for d in out["dropped_sessions"]]
+        return out
+
+    def scan(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`POST /api/scan`: bring the catalog up to date with the transcripts (`jacked scan --json`)."""
+        from jacked.ingest.scan import scan
+
+        if not self.settings.projects_dir.is_dir():
+            raise ApiError(409, f"no projects folder in {self.settings.claude_dir}")
+        with self.catalog() as cat:
+            return scan(cat, self.settings.claude_dir, user_name=self.settings.user_name).to_json()
+
+    # ------------------------------------------------------------------ helpers
+    def _resolve(self, cat: Catalog, ref: str) -> str:
+        # Only ids and prefixes: a path on the server's disk is not a web view's business.
+        if "/" in ref or "\\" in ref:
+            raise ApiError(400, "give a session id or a unique prefix")
+        try:
+            return resolve_session(cat, ref)
+        except SessionNotFound as e:
+            raise ApiError(404, str(e)) from None
+
+
+# --------------------------------------------------------------------------- adapters
+def _list_row(row: dict[str, Any], now: Any = None) -> dict[str, Any]:
+    """A list row: the `sessions --json` fields, the first prompt in brief, the age."""
+    out = session_summary(row)
+    fp = out.get("first_prompt")
+    if fp and len(fp) > FIRST_PROMPT_CHARS:
+        out["first_prompt"] = fp[:FIRST_PROMPT_CHARS - 1] + "…"
+    out["age"] = relative_age(row.get("ended_at") or row.get("started_at"), now)
+    return out
+
+
+def list_sessions_page(cat: Catalog, repo: str | None, since: str | None, until: str | None, limit: int,
+                       offset: int, text: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+    """(total matching, one page of rows), newest first — `history.list_sessions` plus dates and paging.
+
+    `text` is the fallback when there is no index: a case-insensitive substring of the title or
+    the first prompt.
+    """
+    where = ["has_main = 1"]
+    args: list[Any] = []
+    if repo:
+        where.append("(repo_name = ? OR cwd = ?)")
+        args += [repo, repo]
+    if since:
+        where.append("COALESCE(ended_at, started_at) >= ?")
+        args.append(since)
+    if until:
+        where.append("started_at <= ?")
+        args.append(until)
+    if text:
+        esc = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        where.append("(LOWER(COALESCE(title, '')) LIKE ? ESCAPE '\\' OR LOWER(COALESCE(first_prompt, '')) "
+                     "LIKE ? ESCAPE '\\')")
+        args += ["%" + esc + "%"] * 2
+    clause = " AND ".join(where)
+    total = cat.db.execute(f"SELECT COUNT(*) FROM sessions WHERE {clause}", args).fetchone()[0]
+    rows = cat.db.execute(
+        f"SELECT {_LIST_COLUMNS} FROM sessions WHERE {clause} ORDER BY COALESCE(started_at, '') DESC, session_id "
+        f"LIMIT ? OFFSET ?", args + [limit, offset]).fetchall()
+    now = now_utc()
+    return total, [_list_row(dict(r), now) for r in rows]
+
+
+def _ms_between(a: str | None, b: str | None) -> int | None:
+    da, db = parse_ts(a), parse_ts(b)
+    if da is None or db is None:
+        return None
+    ms = int((db - da).total_seconds() * 1000)
+    return ms if ms >= 0 else None
+
+
+def session_detail(cat: Catalog, sid: str, settings: Settings) -> dict[str, Any]:
+    """The session page: `turns --json` plus what the page places among the turns.
+
+    Adds, from the same catalog: call durations (call → result time), whether a failed call was
+    fixed later and each file change with its diff (`jacked.query.timeline`), compaction boundaries,
+    the subagents' own calls (for the expandable subagent boxes), and the turn the plan was
+    approved in (its ExitPlanMode call), so the plan sits in its place.
+    """
+    from jacked.query.timeline import session_events
+
+    data = turns_json(cat, sid)
+    row = cat.get_session_row(sid) or {"session_id": sid}
+    session = session_summary(row)
+    session["age"] = relative_age(row.get("ended_at") or row.get("started_at"))
+    session["version_last"] = row.get("version_last")
+    session["models"] = row.get("models")
+    data["session"] = session
+
+    timing = {r[0]: _ms_between(r[1], r[2]) for r in cat.db.execute(
+        "SELECT tool_use_id, timestamp, result_timestamp FROM invocations WHERE session_id = ? AND owner = ''",
+        (sid,))}
+    plan_turn = None
+    for t in data["turns"]:
+        for inv in t["invocations"]:
+            inv["duration_ms"] = timing.get(inv["tool_use_id"])
+            if plan_turn is None and inv["tool_name"] == "ExitPlanMode":
+                plan_turn = t["index"]
+    data["plan_turn"] = plan_turn
+
+    events = session_events(cat, sid, {"file", "error", "compaction"}, settings.claude_dir)
+    data["files"] = [{k: e.get(k) for k in ("turn_index", "timestamp", "path", "tool_name", "tool_use_id",
+                                            "operation", "lines_added", "lines_removed", "diff")}
+                     for e in events if e["type"] == "file"]
+    data["errors"] = [{k: e.get(k) for k in ("turn_index", "tool_use_id", "tool_name", "message", "resolved")}
+                      for e in events if e["type"] == "error"]
+    data["compactions"] = [{k: v for k, v in e.items() if k not in ("type", "session_id")}
+                           for e in events if e["type"] == "compaction" and e.get("kind") == "boundary"]
+    for a in data["subagents"]:
+        owner = a["agent_id"]
+        a["invocations"] = [{
+            "tool_name": r["tool_name"], "sequence": r["sequence"], "is_error": bool(r["is_error"]),
+            "target": r["command"] or r["file_path"] or r["description"], "turn_index": r["turn_index"],
+        } for r in cat.invocation_rows(sid, owner)] if owner else []
+    return data
+
+
+def over_time(cat: Catalog, q: Any) -> list[dict[str, Any]]:
+    """Per day (UTC, by turn start): turns, sessions, tokens in / out, tool calls and errors."""
+    from jacked.query.stats import iso_since, session_filter
+
+    where, args = session_filter(q, "t.")
+    since = iso_since(q.since, q.now)
+    sql = (f"SELECT SUBSTR(t.started_at, 1, 10) AS day, COUNT(*), COUNT(DISTINCT t.session_id), "
+           f"COALESCE(SUM(t.input_tokens), 0), COALESCE(SUM(t.output_tokens), 0), "
+           f"COALESCE(SUM(t.tool_call_count), 0), COALESCE(SUM(t.tool_error_count), 0) "
+           f"FROM turns t WHERE {where} AND t.started_at IS NOT NULL")
+    if since:
+        sql += " AND t.started_at >= ?"
+        args = args + [since]
+    sql += " GROUP BY day ORDER BY day"
+    try:
+        rows = cat.db.execute(sql, args).fetchall()
+    except sqlite3.DatabaseError as e:  # pragma: no cover - a catalog mid-migration
+        raise ApiError(503, f"catalog busy: {e}") from None
+    return [{"day": r[0], "turns": r[1], "sessions": r[2], "input_tokens": r[3], "output_tokens": r[4],
+             "tool_calls": r[5], "tool_errors": r[6]} for r in rows]
