@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from kit import REAL
 
-from jacked.sources.claude import prompt_history
+from jacked.ingest import prompt_history
 from jacked.catalog import Catalog
-from jacked.sources.claude.prompt_history import epoch_ms_to_iso, source_counts
+from jacked.ingest.prompt_history import epoch_ms_to_iso, source_counts
 from jacked.ingest.scan import Scanner
 
 GONE = "aaaaaaaa-1111-4111-8111-000000000001"  # only in history.jsonl

@@ -14,7 +14,8 @@ from kit import DEEP, FIXTURES, REAL, assistant, base, claude_dir_with, prompt, 
 
 from jacked.catalog import Catalog
 from jacked.ingest.scan import Scanner
-from jacked.query.timeline import EVENT_TYPES, TimelineError, TimelineQuery, command_key, file_history, timeline
+from jacked.query.timeline import EVENT_TYPES, TimelineError, TimelineQuery, file_history, timeline
+from jacked.sources.attempts import command_key
 from jacked.sources.claude.turns import content_hash
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"

@@ -388,6 +388,25 @@ class Catalog:
             "SELECT * FROM invocations WHERE session_id = ? AND owner = ? ORDER BY turn_index, ord",
             (session_id, owner))]
 
+    def subagent_files_written(self, session_id: str) -> list[str]:
+        """Files the session's subagents wrote or edited (successful calls), in call order."""
+        return [r[0] for r in self.db.execute(
+            "SELECT file_path FROM invocations WHERE session_id = ? AND owner != '' AND is_error = 0 "
+            "AND tool_name IN ('Write', 'Edit', 'MultiEdit', 'NotebookEdit') AND file_path IS NOT NULL "
+            "ORDER BY owner, turn_index, ord", (session_id,))]
+
+    def indexed_session_count(self, user_name: str) -> int:
+        """Listed sessions whose points `user_name` has, complete (not left dirty by a crash)."""
+        return int(self.db.execute(
+            "SELECT COUNT(*) FROM index_sessions i JOIN sessions s ON s.session_id = i.session_id "
+            "WHERE i.user_name = ? AND i.dirty = 0 AND s.has_main = 1", (user_name,)).fetchone()[0])
+
+    def work_rows(self, session_id: str) -> list[dict[str, Any]]:
+        """Every tool call of a session (main chain and subagents), by owner, turn and order."""
+        return [dict(r) for r in self.db.execute(
+            "SELECT owner, turn_index, tool_name, file_path, command, description, input_brief, result_brief, "
+            "is_error, timestamp FROM invocations WHERE session_id = ? ORDER BY owner, turn_index, ord", (session_id,))]
+
     def event_texts(self, session_id: str) -> dict[int, list[str]]:
         """turn index → the texts of its events (command outputs, notification summaries)."""
         out: dict[int, list[str]] = {}

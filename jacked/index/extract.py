@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jacked.catalog import Catalog
+from jacked.sources.model import prompt_text
 
 # Bump when what is extracted or how it is split changes: every content hash changes with it.
 EXTRACT_VERSION = 2
@@ -104,25 +105,6 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
     return out
 
 
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-_TAGS = re.compile(r"</?(command-name|command-message|command-args|local-command-stdout)>")
-
-
-def prompt_text(prompt: str | None, is_slash: bool) -> str:
-    """The indexable part of a prompt: a slash command counts only by its arguments."""
-    if not prompt:
-        return ""
-    if is_slash:
-        if "<command-name>" not in prompt:  # as typed (a prompt from history.jsonl): "/name args"
-            _, _, args = prompt.strip().partition(" ")
-            return prompt.strip() if args.strip() else ""
-        m = _COMMAND_ARGS.search(prompt)
-        args = m.group(1).strip() if m else ""
-        name = re.search(r"<command-name>(.*?)</command-name>", prompt)
-        return f"{name.group(1).strip()} {args}".strip() if args and name else ""
-    return prompt.strip()
-
-
 class Extractor:
     """Builds the documents of cataloged sessions."""
 
@@ -193,10 +175,8 @@ class Extractor:
                 add: Callable[..., None]) -> None:
         """Sparse windows over each turn's tool work, and each subagent's."""
         by_owner_turn: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        for inv in self.catalog.db.execute(
-                "SELECT owner, turn_index, tool_name, file_path, command, description, input_brief, result_brief, "
-                "is_error, timestamp FROM invocations WHERE session_id = ? ORDER BY owner, turn_index, ord", (sid,)):
-            by_owner_turn.setdefault((inv["owner"], inv["turn_index"]), []).append(dict(inv))
+        for inv in self.catalog.work_rows(sid):
+            by_owner_turn.setdefault((inv["owner"], inv["turn_index"]), []).append(inv)
         outputs = self.catalog.event_texts(sid)
         unit = 0
         for t in turns:

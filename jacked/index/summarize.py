@@ -30,9 +30,9 @@ from typing import Any, Protocol
 import orjson
 
 from jacked.catalog import Catalog
-from jacked.index.extract import prompt_text
+from jacked.sources.model import prompt_text
 from jacked.sources.redact import redact_many
-from jacked.query.timeline import command_key, resolutions
+from jacked.sources.attempts import command_key, resolutions
 
 EXTRACTIVE = "extractive-v1"
 PROMPT_VERSION = "turn-batch-v1"

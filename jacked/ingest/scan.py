@@ -52,7 +52,7 @@ class ScanReport:
     changed_session_ids: list[str] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # every session seen, changed or not
     seconds: float = 0.0
-    history: dict[str, int] = field(default_factory=dict)  # history.jsonl: see jacked.sources.claude.prompt_history
+    history: dict[str, int] = field(default_factory=dict)  # history.jsonl: see jacked.ingest.prompt_history
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -143,7 +143,7 @@ class Scanner:
             self.archive.restore_missing(self, report, {str(g.main.absolute()) for g in groups if g.main})
         if only is None:
             # Sessions Claude Code deleted before the archive saw them: their prompts, from history.jsonl.
-            from jacked.sources.claude.prompt_history import recover_from_history, settle_archived
+            from jacked.ingest.prompt_history import recover_from_history, settle_archived
 
             settle_archived(self.catalog, {g.session_id for g in groups if g.main})
             report.history = recover_from_history(self, report).to_json()

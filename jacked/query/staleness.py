@@ -105,11 +105,8 @@ def touched_files(catalog: Any, session_id: str) -> list[str]:
         for p in (m.get("files_written") or []) + (m.get("files_modified") or []):
             if isinstance(p, str) and p:
                 seen.setdefault(p, None)
-    for r in catalog.db.execute(
-            "SELECT file_path FROM invocations WHERE session_id = ? AND owner != '' AND is_error = 0 "
-            "AND tool_name IN ('Write', 'Edit', 'MultiEdit', 'NotebookEdit') AND file_path IS NOT NULL "
-            "ORDER BY owner, turn_index, ord", (session_id,)):
-        seen.setdefault(r[0], None)
+    for path in catalog.subagent_files_written(session_id):
+        seen.setdefault(path, None)
     return list(seen)
 
 

@@ -25,13 +25,11 @@ def status(settings: Settings) -> dict[str, Any]:
             out["points_by_user"] = st.count_by("user_name")
     totals = catalog.totals()
     out["sessions"] = totals["sessions"]
-    from jacked.sources.claude.prompt_history import history_file_state, source_counts
+    from jacked.ingest.prompt_history import history_file_state, source_counts
 
     # full (transcript on disk), archived-only (Claude Code deleted it), prompt-only (history.jsonl)
     out["sessions_by_source"] = source_counts(catalog)
     out["history_file"] = history_file_state(catalog, settings.claude_dir)
     out["turns"] = totals["turns"]
-    out["sessions_indexed"] = catalog.db.execute(
-        "SELECT COUNT(*) FROM index_sessions i JOIN sessions s ON s.session_id = i.session_id "
-        "WHERE i.user_name = ? AND i.dirty = 0 AND s.has_main = 1", (settings.user_name,)).fetchone()[0]
+    out["sessions_indexed"] = catalog.indexed_session_count(settings.user_name)
     return out

@@ -263,3 +263,18 @@ def slash_command_text(prompt: str) -> str:
 
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+
+
+def prompt_text(prompt: str | None, is_slash: bool) -> str:
+    """The indexable part of a prompt: a slash command counts only by its arguments."""
+    if not prompt:
+        return ""
+    if is_slash:
+        if "<command-name>" not in prompt:  # as typed (a prompt from history.jsonl): "/name args"
+            _, _, args = prompt.strip().partition(" ")
+            return prompt.strip() if args.strip() else ""
+        m = _COMMAND_ARGS.search(prompt)
+        args = m.group(1).strip() if m else ""
+        name = _COMMAND_NAME.search(prompt)
+        return f"{name.group(1).strip()} {args}".strip() if args and name else ""
+    return prompt.strip()
