@@ -19,6 +19,7 @@ The scanner supplies the work: `build_safely`, `write_batch`, `changed_stats`. P
 """
 from __future__ import annotations
 
+import copy
 import fcntl
 import os
 import pickle
@@ -71,7 +72,7 @@ def scan_in_workers(scanner: Scanner, todo: list[Work],
             try:
                 os.close(read_end)
                 os.close(queue_write)
-                counters = drain_queue(_worker_scanner(scanner), chunks, queue_read, lock_path)
+                counters = scan_from_queue(_worker_scanner(scanner), chunks, queue_read, lock_path)
                 counters.changed_session_ids = []  # only the counts travel back
                 with os.fdopen(write_end, "wb") as out:
                     pickle.dump(counters, out)
@@ -91,7 +92,7 @@ def scan_in_workers(scanner: Scanner, todo: list[Work],
     failed = False
     try:
         try:
-            yield drain_queue(scanner, chunks, queue_read, lock_path, taken, retire_early=bool(children))
+            yield scan_from_queue(scanner, chunks, queue_read, lock_path, taken, retire_early=bool(children))
         finally:
             os.close(queue_read)
         while children:
@@ -122,7 +123,7 @@ def scan_in_workers(scanner: Scanner, todo: list[Work],
         yield counters
 
 
-def drain_queue(scanner: Scanner, chunks: list[list[Work]], queue: int, lock_path: Path,
+def scan_from_queue(scanner: Scanner, chunks: list[list[Work]], queue: int, lock_path: Path,
                 taken: Callable[[], None] | None = None, retire_early: bool = False) -> ScanReport:
     """Build the chunks named on the `queue` pipe until it ends (or, with `retire_early`, until
     retiring pays: one process only, another must drain the queue) and write them under the
@@ -173,8 +174,7 @@ def drain_queue(scanner: Scanner, chunks: list[list[Work]], queue: int, lock_pat
 def _worker_scanner(parent: Scanner) -> Scanner:
     """In a forked worker: the parent's scanner, with a connection of its own to the catalog
     (a SQLite connection must not cross a fork) and no archive (the parent keeps it)."""
-    worker = object.__new__(type(parent))
-    worker.__dict__.update(parent.__dict__)
+    worker = copy.copy(parent)  # everything the parent read already (known files, settings), shallow
     worker.catalog = Catalog(parent.catalog.path, migrate=False)  # the parent just did
     worker.archive = None
     return worker
