@@ -24,10 +24,6 @@ from jacked.sources.model import prompt_text
 # Bump when what is extracted or how it is split changes: every content hash changes with it.
 EXTRACT_VERSION = 2
 
-DENSE_TYPES = ("plan", "subagent_summary", "summary_label", "compact_summary", "recap", "title",
-               "user_message", "assistant_response", "turn_summary", "session_summary")
-SPARSE_ONLY_TYPES = ("chunk",)
-CONTENT_TYPES = DENSE_TYPES + SPARSE_ONLY_TYPES
 MIN_SUBAGENT_SUMMARY = 200
 CHUNK_CHARS = 3000  # a sparse window: BM25 has no model window, but snippets should stay readable
 POINT_NAMESPACE = uuid.UUID("6f2b8e0a-3c1d-5e7f-9a4b-2d6c8e0f1a3b")

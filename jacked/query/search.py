@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from jacked.config import Settings
-from jacked.index.extract import CONTENT_TYPES
+from jacked.errors import JackedError
+from jacked.index.content_types import CONTENT_TYPES, SCOPES
 from jacked.util.time import age_days, now_utc, parse_since, relative_age
 
 MAX_QUERY_CHARS = 2000
@@ -50,7 +51,7 @@ RECENCY_FLOOR = 0.8
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class SearchError(ValueError):
+class SearchError(JackedError, ValueError):
     """A query or filter the user must fix."""
 
 
@@ -62,14 +63,6 @@ def sanitize_query(query: str) -> str:
     return q[:MAX_QUERY_CHARS]
 
 
-# `--scope`: which layer of the memory to search (the content types of each layer).
-SCOPES: dict[str, tuple[str, ...] | None] = {
-    "sessions": ("session_summary", "plan", "title", "summary_label", "compact_summary", "recap",
-                 "subagent_summary"),
-    "turns": ("turn_summary", "user_message", "assistant_response"),
-    "messages": ("user_message", "assistant_response", "chunk"),
-    "all": None,
-}
 
 
 @dataclass

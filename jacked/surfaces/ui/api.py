@@ -27,6 +27,7 @@ from typing import Any
 from jacked import __version__ as JACKED_VERSION
 from jacked.catalog import Catalog
 from jacked.config import Settings
+from jacked.errors import JackedError
 from jacked.query.history import SessionNotFound, resolve_session, session_summary, turns_json
 from jacked.util.time import TimeParseError, now_utc, parse_since, parse_ts, relative_age
 
@@ -40,7 +41,7 @@ _LIST_COLUMNS = ("session_id, repo_name, cwd, started_at, ended_at, turn_count, 
 FIRST_PROMPT_CHARS = 300
 
 
-class ApiError(Exception):
+class ApiError(JackedError):
     """A request the user must fix: `status` is the HTTP status, the message is shown as is."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -126,7 +127,7 @@ class UiApi:
     # ------------------------------------------------------------------ endpoints
     def health(self, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/health`: version, catalog totals, whether search has an index."""
-        from jacked.index.extract import CONTENT_TYPES
+        from jacked.index.content_types import CONTENT_TYPES
         from jacked.query.retrieve import MODES
 
         with self.catalog() as cat:
