@@ -12,6 +12,7 @@ from kit import REAL, SID, assistant, claude_dir_with, prompt, result, text, too
 from jacked.catalog import Catalog
 from jacked.query.history import export_rows, turns_json
 from jacked.ingest import workers as scan_workers
+from jacked.ingest import reading as reading_mod
 from jacked.ingest import scan as scanner_mod
 from jacked.ingest.scan import Scanner
 
@@ -19,7 +20,7 @@ from jacked.ingest.scan import Scanner
 @pytest.fixture(autouse=True)
 def live_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The records here are dated 2026-03: treat them as live sessions whose state is kept."""
-    monkeypatch.setattr(scanner_mod, "RESUME_STATE_DAYS", 10**6)
+    monkeypatch.setattr(reading_mod, "RESUME_STATE_DAYS", 10**6)
 
 
 def _scan(cat: Catalog, claude: Path):
@@ -122,7 +123,7 @@ def test_unreadable_file_is_reported_not_fatal(tmp_path: Path) -> None:
 
 
 def test_old_sessions_keep_no_resume_state_but_grow_correctly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner_mod, "RESUME_STATE_DAYS", 7)  # the records are months old
+    monkeypatch.setattr(reading_mod, "RESUME_STATE_DAYS", 7)  # the records are months old
     claude = claude_dir_with(tmp_path / "c", [prompt("one"), assistant("m1", tool_use("t1", "Bash", command="ls"))])
     f = _session_file(claude)
     cat = Catalog(tmp_path / "catalog.db")

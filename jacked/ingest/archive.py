@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jacked.ingest.reading import ScanReport, SessionReader
 from jacked.util.fs import atomic_output
 
 if TYPE_CHECKING:
     from jacked.catalog import Catalog
-    from jacked.ingest.scan import Scanner, ScanReport
 
 __all__ = ["Archive", "for_catalog", "ARCHIVE_DIR", "archive_listing"]
 
@@ -353,7 +353,7 @@ class Archive:
         return dest
 
     # ------------------------------------------------------------------ restore
-    def restore_missing(self, scanner: Scanner, report: ScanReport, discovered: set[str]) -> list[str]:
+    def restore_missing(self, scanner: SessionReader, report: ScanReport, discovered: set[str]) -> list[str]:
         """Sessions of this Claude dir whose main transcript is gone: keep them in the scan.
 
         When the catalog lacks such a session (it was reset or rebuilt), it is read back
@@ -366,7 +366,7 @@ class Archive:
             self.errors.append(f"restore: {type(e).__name__}: {e}")
             return []
 
-    def _restore_missing(self, scanner: Scanner, report: ScanReport, discovered: set[str]) -> list[str]:
+    def _restore_missing(self, scanner: SessionReader, report: ScanReport, discovered: set[str]) -> list[str]:
         rows = self.db.execute("SELECT * FROM entries WHERE claude_dir = ? AND kind = 'main'",
                                (str(self.claude_dir),)).fetchall()
         gone = [Entry(**dict(r)) for r in rows if r["source"] not in discovered and not os.path.exists(r["source"])]
@@ -424,7 +424,7 @@ class Archive:
                 if not (dest / p.name).exists():
                     os.symlink(p.absolute(), dest / p.name)
 
-    def _restore_one(self, scanner: Scanner, report: ScanReport, main: Entry, base: Path, plans: Path) -> str | None:
+    def _restore_one(self, scanner: SessionReader, report: ScanReport, main: Entry, base: Path, plans: Path) -> str | None:
         from jacked.sources.claude.discover import JOURNAL_NAME, SessionFiles, classify_agent_file
 
         sid = main.session_id
@@ -463,27 +463,16 @@ class Archive:
         return sid
 
 
-def _restorer_base() -> type:
-    from jacked.ingest.scan import Scanner
-
-    return Scanner
-
-
-class _Restorer(_restorer_base()):  # type: ignore[misc]
+class _Restorer(SessionReader):
     """A scanner that reads decompressed copies but records them under their original paths,
     so the catalog looks as if the originals had been read (and the temp paths leave no trace)."""
 
     source = "archive"  # `sessions.source`: the transcript is only in the archive
 
-    def __init__(self, parent: Scanner, mapping: dict[str, str], plans_dir: Path) -> None:  # noqa: D107
-        # No super().__init__: share the parent's catalog and in-memory file states.
-        self.catalog = parent.catalog
-        self.user_name = parent.user_name
-        self.claude_dir = parent.claude_dir
-        self.projects_dir = parent.projects_dir
+    def __init__(self, parent: SessionReader, mapping: dict[str, str], plans_dir: Path) -> None:  # noqa: D107
+        # The parent's catalog and in-memory file states; never archive the temp copies.
+        super().__init__(parent.catalog, parent.claude_dir, parent.user_name, archive=None, known=parent.known)
         self.plans_dir = plans_dir
-        self.known = parent.known
-        self.archive = None  # never archive the temp copies
         self._mapping = mapping
 
     def rel(self, path: Path) -> str:

@@ -38,7 +38,7 @@ from jacked.sources.model import Session, Turn
 from jacked.sources.reader import ReadResult, iter_records
 
 if TYPE_CHECKING:
-    from jacked.ingest.scan import Scanner, ScanReport
+    from jacked.ingest.reading import ScanReport, SessionReader
 
 __all__ = ["HISTORY_FILE", "SOURCES", "HistoryReport", "recover_from_history", "source_counts", "epoch_ms_to_iso"]
 
@@ -84,7 +84,7 @@ def epoch_ms_to_iso(value: Any) -> str | None:
     return None
 
 
-def recover_from_history(scanner: Scanner, report: ScanReport) -> HistoryReport:
+def recover_from_history(scanner: SessionReader, report: ScanReport) -> HistoryReport:
     """Bring the prompt-only sessions up to date with history.jsonl, and keep every prompt-only
     session in the scan's session list (so the indexer sees them). Never raises: a problem is
     one line in `report.errors`."""
@@ -103,8 +103,8 @@ def recover_from_history(scanner: Scanner, report: ScanReport) -> HistoryReport:
     return out
 
 
-def _recover(scanner: Scanner, report: ScanReport, out: HistoryReport) -> None:
-    from jacked.ingest.scan import _probe
+def _recover(scanner: SessionReader, report: ScanReport, out: HistoryReport) -> None:
+    from jacked.ingest.reading import _probe
 
     path = scanner.claude_dir / HISTORY_FILE
     try:
@@ -171,7 +171,7 @@ def _recover(scanner: Scanner, report: ScanReport, out: HistoryReport) -> None:
     report.changed_session_ids.extend(s.session_id for s, _ in sessions)
 
 
-def _with_transcript(scanner: Scanner, report: ScanReport) -> set[str]:
+def _with_transcript(scanner: SessionReader, report: ScanReport) -> set[str]:
     """Sessions not to build from history: those found on disk in this scan or kept by the
     archive, and those the catalog holds from a transcript (on disk or archived)."""
     skip = set(report.session_ids)
@@ -187,7 +187,7 @@ def _with_transcript(scanner: Scanner, report: ScanReport) -> set[str]:
     return skip
 
 
-def _build_sessions(scanner: Scanner, found: dict[str, list[tuple[str | None, str, str | None]]],
+def _build_sessions(scanner: SessionReader, found: dict[str, list[tuple[str | None, str, str | None]]],
                     out: HistoryReport) -> list[tuple[Session, bool]]:
     """(session, already cataloged) for every session with new prompts: the new prompts
     redacted and merged with the ones the catalog already holds for it."""

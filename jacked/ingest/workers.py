@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from jacked.catalog import Catalog
-from jacked.ingest.scan import BATCH_SECONDS, Scanner, ScanReport
+from jacked.ingest.reading import BATCH_SECONDS, ScanReport, SessionReader
 from jacked.sources.claude.discover import SessionFiles
 
 Work = tuple[SessionFiles, dict[Path, os.stat_result]]
@@ -48,7 +48,7 @@ def build_cost(stats: dict[Path, os.stat_result]) -> int:
     return sum(st.st_size for st in stats.values()) + 22_000 * len(stats)
 
 
-def scan_in_workers(scanner: Scanner, todo: list[Work],
+def scan_in_workers(scanner: SessionReader, todo: list[Work],
                     progress: Callable[[int], None] | None = None) -> Iterator[ScanReport]:
     """Build and write the `todo` sessions here and in forked workers; yields each process's
     counters. `progress(done)` is called from this process with the number of sessions taken."""
@@ -123,7 +123,7 @@ def scan_in_workers(scanner: Scanner, todo: list[Work],
         yield counters
 
 
-def scan_from_queue(scanner: Scanner, chunks: list[list[Work]], queue: int, lock_path: Path,
+def scan_from_queue(scanner: SessionReader, chunks: list[list[Work]], queue: int, lock_path: Path,
                 taken: Callable[[], None] | None = None, retire_early: bool = False) -> ScanReport:
     """Build the chunks named on the `queue` pipe until it ends (or, with `retire_early`, until
     retiring pays: one process only, another must drain the queue) and write them under the
@@ -171,7 +171,7 @@ def scan_from_queue(scanner: Scanner, chunks: list[list[Work]], queue: int, lock
     return counters
 
 
-def _worker_scanner(parent: Scanner) -> Scanner:
+def _worker_scanner(parent: SessionReader) -> SessionReader:
     """In a forked worker: the parent's scanner, with a connection of its own to the catalog
     (a SQLite connection must not cross a fork) and no archive (the parent keeps it)."""
     worker = copy.copy(parent)  # everything the parent read already (known files, settings), shallow
