@@ -18,7 +18,9 @@ Precedence: CLI flags > `<claude dir>/jacked.json` > environment > defaults.
   through a temp file and a rename; reading a file with broader permissions warns.
 
 Library functions for `jacked config`: `show_config`, `set_config_value`,
-`reset_config`, `config_path`.
+`reset_config`, `config_path`. `file_schema()` is the JSON Schema of the file, generated
+from `Settings` (committed as `jacked/defaults/jacked-json.schema.json`, next to
+`defaults.json`; tests/test_defaults.py keeps both current).
 """
 from __future__ import annotations
 
@@ -34,16 +36,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, PrivateAttr, SecretStr, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from jacked.errors import JackedError
 from jacked.util.fs import atomic_write
 
 __all__ = [
     "ConfigError", "Settings", "load_settings", "show_config", "set_config_value", "reset_config",
     "config_path", "default_claude_dir", "default_user_name", "CONFIG_FILE_NAME", "FILE_KEYS",
-    "ENV_VARS", "SECRET_KEYS", "DEFAULT_EMBEDDING_MODEL",
+    "ENV_VARS", "SECRET_KEYS", "DEFAULT_EMBEDDING_MODEL", "META_KEYS", "file_schema",
 ]
 
 CONFIG_FILE_NAME = "jacked.json"
@@ -58,6 +70,8 @@ FILE_KEYS: tuple[str, ...] = (
 SECRET_KEYS = frozenset({"qdrant_api_key"})
 # Names used by the seed's jacked.json; read as the new key when it is absent.
 LEGACY_KEYS = {"qdrant_endpoint": "qdrant_url", "max_context_tokens": "default_max_tokens"}
+# Keys for editors, not settings: `"$schema"` points at jacked-json.schema.json. Read silently.
+META_KEYS = frozenset({"$schema", "$comment"})
 
 # Environment variables per key, first found wins.
 ENV_VARS: dict[str, tuple[str, ...]] = {k: (f"JACKED_{k.upper()}",) for k in FILE_KEYS}
@@ -86,7 +100,7 @@ ALLOWED: dict[str, str] = {
 }
 
 
-class ConfigError(Exception):
+class ConfigError(JackedError):
     """A configuration problem the user must fix; the message (one line) names the
     key or the file."""
 
@@ -159,6 +173,8 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: must hold a JSON object ({{\"key\": value, ...}}), not {type(data).__name__}")
     out: dict[str, Any] = {}
     for k, v in data.items():
+        if k in META_KEYS:
+            continue
         if k in LEGACY_KEYS:
             if LEGACY_KEYS[k] not in data:
                 out[LEGACY_KEYS[k]] = v
@@ -291,8 +307,9 @@ def _expand_path(v: Path) -> Path:
     return Path(v).expanduser()
 
 
-UrlStr = Annotated[str, AfterValidator(_check_url)]
-NonEmptyStr = Annotated[str, AfterValidator(_check_non_empty)]
+# WithJsonSchema only shapes `file_schema()`: the patterns say what the checks above accept.
+UrlStr = Annotated[str, AfterValidator(_check_url), WithJsonSchema({"type": "string", "pattern": r"^\s*https?://"})]
+NonEmptyStr = Annotated[str, AfterValidator(_check_non_empty), WithJsonSchema({"type": "string", "pattern": r"\S"})]
 Finite = Annotated[float, AfterValidator(_check_finite)]
 ExpandedPath = Annotated[Path, AfterValidator(_expand_path)]
 
@@ -532,3 +549,41 @@ def reset_config(claude_dir: Path | str | None = None) -> Path | None:
     bak = path.with_name(path.name + ".bak")
     os.replace(path, bak)  # a rename keeps the 0600 mode
     return bak
+
+
+# --------------------------------------------------------------------------- the file's JSON Schema
+# Defaults that depend on the machine or the user, so the model has none to show.
+_COMPUTED_DEFAULTS = {
+    "user_name": "JACKED_USER_NAME, else `git config user.name`, else the OS user",
+    "jacked_home": "<claude dir>/jacked (null means the same)",
+}
+
+
+def file_schema() -> dict[str, Any]:
+    """The JSON Schema of `jacked.json`: the `Settings` fields of FILE_KEYS (types, bounds,
+    defaults) plus the legacy names and the `$schema`/`$comment` keys the loader accepts.
+    Unknown keys are allowed, as the loader only warns about them (and
+    `set_config_value` keeps them)."""
+    model = Settings.model_json_schema()
+    fields = model["properties"]
+    props: dict[str, Any] = {}
+    for key in FILE_KEYS:
+        prop = {k: v for k, v in fields[key].items() if k != "title"}
+        note = f"; default: {_COMPUTED_DEFAULTS[key]}" if key in _COMPUTED_DEFAULTS else ""
+        props[key] = {"description": f"{ALLOWED[key]}{note}", **prop}
+    for old, new in LEGACY_KEYS.items():
+        prop = {k: v for k, v in props[new].items() if k not in ("default", "description")}
+        props[old] = {"description": f"old name of {new}, read when {new} is absent", "deprecated": True, **prop}
+    props["$schema"] = {"description": "the schema for editors (ignored by jacked)", "type": "string"}
+    props["$comment"] = {"description": "a note (ignored by jacked)", "type": "string"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$comment": "Generated by jacked.config.file_schema(); tests/test_defaults.py checks it is current.",
+        "title": CONFIG_FILE_NAME,
+        "description": (f"jacked's settings, <claude dir>/{CONFIG_FILE_NAME} (mode 0600). Precedence: CLI flags > "
+                        f"this file > environment (JACKED_<KEY>) > defaults. Unknown keys are ignored "
+                        f"with a warning."),
+        "type": "object",
+        "properties": props,
+        "additionalProperties": True,
+    }

@@ -108,3 +108,59 @@ def test_pages_stay_within_the_bound() -> None:
     assert body["items"][0]["text"].endswith("chars not shown]")
     last = json.loads(page(items, 49, 10))
     assert last["next_offset"] is None and last["items"][0]["i"] == 49
+
+
+def test_retrieve_answer_carries_the_whole_context(tmp_path: Path) -> None:
+    """The context is bounded by the token budget, not cut to FIELD_CHARS: `used` counts exactly what
+    is returned, and the block ends with its footer."""
+    from jacked.query.retrieve import FOOTER
+    from jacked.surfaces.mcp import FIELD_CHARS, JackedService
+    from jacked.util.tokens import with_margin
+
+    claude = tmp_path / "claude"
+    src = next(REAL.rglob(f"{DEEP}.jsonl"))
+    (claude / "projects" / src.parent.name).mkdir(parents=True)
+    shutil.copy(src, claude / "projects" / src.parent.name / src.name)
+    svc = JackedService(load_settings(claude, jacked_home=str(tmp_path / "home"), user_name="ada"))
+    for mode in ("full", "smart"):
+        text = svc.retrieve([DEEP[:8]], mode=mode, max_tokens=50_000)
+        assert count_tokens(text) <= MAX_RESULT_TOKENS
+        r = json.loads(text)
+        context = r["context"]
+        assert r["budget"] == MAX_RESULT_TOKENS - 1000
+        assert count_tokens(context) == r["used"] and with_margin(r["used"]) <= r["budget"]
+        assert f"Used: {r['used']:,} |" in context
+        assert context.endswith(FOOTER + "\n") and "chars not shown]" not in context
+        if mode == "full":
+            assert len(context) > FIELD_CHARS and r["used"] > 2000
+
+
+def test_retrieve_answer_fits_the_bound_with_its_whole_context(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every real session in full mode: many units left out. The list of omitted units is shortened
+    to fit, never the context; with no headroom and no margin, the JSON escapes of the context push
+    the answer over the bound, and the budget shrinks until it fits."""
+    from kit import scanned_real
+
+    from jacked.query.retrieve import FOOTER
+    from jacked.surfaces import mcp
+    from jacked.util.tokens import with_margin
+
+    scanned_real(tmp_path / "home")  # the catalog of every real session (the service does not scan)
+    for headroom, margin in ((mcp.RETRIEVE_HEADROOM, 0.1), (0, 0.0)):
+        monkeypatch.setattr(mcp, "RETRIEVE_HEADROOM", headroom)
+        settings = load_settings(tmp_path / "claude", jacked_home=str(tmp_path / "home"), user_name="ada",
+                                 token_safety_margin=margin)
+        svc = mcp.JackedService(settings, scan=False)
+        ids = [r["session_id"] for r in svc.catalog.list_sessions()]
+        assert len(ids) > 20
+        text = svc.retrieve(ids, mode="full", max_tokens=50_000)
+        assert count_tokens(text) <= MAX_RESULT_TOKENS
+        r = json.loads(text)
+        assert count_tokens(r["context"]) == r["used"] and with_margin(r["used"], margin) <= r["budget"]
+        assert r["context"].endswith(FOOTER + "\n") and r["used"] > 5000
+        assert r["omitted_total"] > len(r["omitted"]) > 0
+        if headroom:
+            assert r["budget"] == MAX_RESULT_TOKENS - headroom
+        else:
+            assert r["budget"] < MAX_RESULT_TOKENS  # shrunk: the escaped context did not fit

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jacked.errors import JackedError
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tokenizers import Tokenizer
 
@@ -63,7 +65,7 @@ _BATCH_TOKEN_BUDGET = 512
 _CHARS_PER_TOKEN = 4
 
 
-class EmbedError(RuntimeError):
+class EmbedError(JackedError, RuntimeError):
     """The embedding model cannot be prepared or loaded; the message says what to do."""
 
 

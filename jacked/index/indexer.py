@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import socket
 import time
-from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, index_state
 from jacked.config import Settings
 from jacked.index.extract import Document, Extractor
 from jacked.ingest.scan import ScanReport, Scanner
@@ -138,9 +137,7 @@ class Indexer:
         scan = scanner.scan(progress=(lambda d, n: progress("scan", d, n)) if progress else None, only=only)
         report = IndexReport(scan=scan, lines_skipped=scan.lines_skipped, errors=list(scan.errors))
         if rebuild:
-            with self.catalog.transaction():
-                self.catalog.db.execute("DELETE FROM index_points WHERE user_name = ?", (self.user,))
-                self.catalog.db.execute("DELETE FROM index_sessions WHERE user_name = ?", (self.user,))
+            index_state.forget_user(self.catalog, self.user)
         with self.open_store(recreate=rebuild) as store:
             self._index_sessions(store, scan.session_ids, report, progress)
             if report.points_written >= OPTIMIZE_AFTER_POINTS:
@@ -192,15 +189,12 @@ class Indexer:
     def _stale_sessions(self, session_ids: Iterable[str]) -> tuple[list[str], int]:
         """Sessions whose rows changed since this user indexed them (or left dirty by a crash)."""
         wanted = set(session_ids)
-        rows = self.catalog.db.execute(
-            "SELECT s.session_id, s.content_seq, i.indexed_seq, i.dirty FROM sessions s "
-            "LEFT JOIN index_sessions i ON i.session_id = s.session_id AND i.user_name = ?", (self.user,))
         stale, fresh = [], 0
-        for r in rows:
-            if r[0] not in wanted:
+        for sid, content_seq, indexed_seq, dirty in index_state.index_progress(self.catalog, self.user):
+            if sid not in wanted:
                 continue
-            if r[2] is None or r[3] or r[1] != r[2]:
-                stale.append(r[0])
+            if indexed_seq is None or dirty or content_seq != indexed_seq:
+                stale.append(sid)
             else:
                 fresh += 1
         return sorted(stale), fresh
@@ -231,19 +225,14 @@ class Indexer:
 
     def _known_points(self, sid: str, store: Any) -> dict[str, str]:
         """point id → content hash of what the index holds for a session (by this user)."""
-        rows = self.catalog.db.execute(
-            "SELECT i.point_id, i.content_hash, s.dirty FROM index_points i LEFT JOIN index_sessions s "
-            "ON s.session_id = i.session_id AND s.user_name = i.user_name "
-            "WHERE i.session_id = ? AND i.user_name = ?", (sid, self.user)).fetchall()
-        dirty = self.catalog.db.execute("SELECT dirty FROM index_sessions WHERE session_id = ? AND user_name = ?",
-                                        (sid, self.user)).fetchone()
-        if (dirty is None or dirty[0]) and self._store_has_user:
+        points, complete = index_state.indexed_points(self.catalog, sid, self.user)
+        if not complete and self._store_has_user:
             # Unknown or interrupted: ask the store itself what it holds for this session.
             from jacked.index.store import SearchFilter
 
             return {h.id: h.payload.get("content_hash", "") for h in
                     store.scroll(SearchFilter(session_ids=[sid], user_name=self.user), fields=["content_hash"])}
-        return {r[0]: r[1] for r in rows}
+        return points
 
     def _write_batch(self, store: Any, batch: list[tuple[str, int, list[Document], dict[str, str]]],
                      report: IndexReport) -> None:
@@ -262,11 +251,7 @@ class Indexer:
                 else:
                     report.points_unchanged += 1
             to_delete += [pid for pid in known if pid not in want]
-        with self.catalog.transaction():
-            self.catalog.db.executemany(
-                "INSERT INTO index_sessions (session_id, user_name, indexed_seq, dirty) VALUES (?, ?, 0, 1) "
-                "ON CONFLICT(session_id, user_name) DO UPDATE SET dirty = 1",
-                [(sid, self.user) for sid, _, _, _ in batch])
+        index_state.mark_dirty(self.catalog, [sid for sid, _, _, _ in batch], self.user)
         dense_vecs = self._dense_vectors([d.text for d, _ in to_write if d.dense], report)
         sparse_vecs = self.sparse.embed_documents([d.text for d, _ in to_write])
         rows_by_sid = {sid: self.catalog.get_session_row(sid) or {} for sid, _, _, _ in batch}
@@ -278,13 +263,10 @@ class Indexer:
             store.upsert(points)
         if to_delete:
             store.delete_points(to_delete)
-        with self.catalog.transaction():
-            db = self.catalog.db
-            db.executemany("DELETE FROM index_points WHERE point_id = ?", [(p,) for p in to_delete])
-            db.executemany("INSERT OR REPLACE INTO index_points VALUES (?, ?, ?, ?, ?)",
-                           [(d.point_id, d.session_id, d.content_type, h, self.user) for d, h in to_write])
-            db.executemany("UPDATE index_sessions SET indexed_seq = ?, dirty = 0 WHERE session_id = ? AND user_name = ?",
-                           [(seq, sid, self.user) for sid, seq, _, _ in batch])
+        index_state.record_indexed(
+            self.catalog, self.user, to_delete,
+            [(d.point_id, d.session_id, d.content_type, h) for d, h in to_write],
+            [(sid, seq) for sid, seq, _, _ in batch])
         report.points_written += len(points)
         report.points_deleted += len(to_delete)
         report.sessions_indexed += sum(1 for _, _, docs, _ in batch if docs)  # listed sessions only
@@ -294,22 +276,14 @@ class Indexer:
         model = self.dense.model_name
         distinct = list(dict.fromkeys(texts))
         keys = {t: _vec_key(model, t) for t in distinct}
-        out: dict[str, list[float]] = {}
-        for chunk_start in range(0, len(distinct), 500):
-            part = distinct[chunk_start:chunk_start + 500]
-            qs = ",".join("?" * len(part))
-            for k, blob in self.catalog.db.execute(f"SELECT key, vector FROM embed_cache WHERE key IN ({qs})",
-                                                   [keys[t] for t in part]):
-                out[k] = array("f", blob).tolist()
+        out = index_state.cached_vectors(self.catalog, [keys[t] for t in distinct])
         by_key = {keys[t]: t for t in distinct}
         found = {by_key[k]: v for k, v in out.items()}
         missing = [t for t in distinct if t not in found]
         if missing:
             vecs = self.dense.embed_documents(missing)
             report.texts_embedded += len(missing)
-            with self.catalog.transaction():
-                self.catalog.db.executemany("INSERT OR REPLACE INTO embed_cache VALUES (?, ?)",
-                                            [(keys[t], array("f", v).tobytes()) for t, v in zip(missing, vecs)])
+            index_state.cache_vectors(self.catalog, ((keys[t], v) for t, v in zip(missing, vecs)))
             found.update(zip(missing, vecs))
         return found
 
@@ -334,9 +308,7 @@ class Indexer:
         """Delete this user's points and index state; the next backfill re-indexes them."""
         with self.open_store() as store:
             deleted = store.delete_where(user_name=self.user)
-        with self.catalog.transaction():
-            self.catalog.db.execute("DELETE FROM index_points WHERE user_name = ?", (self.user,))
-            self.catalog.db.execute("DELETE FROM index_sessions WHERE user_name = ?", (self.user,))
+        index_state.forget_user(self.catalog, self.user)
         return deleted
 
 

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, summary_queries
 from jacked.sources.model import prompt_text
 from jacked.sources.redact import redact_many
 from jacked.sources.attempts import command_key, resolutions
@@ -223,8 +223,7 @@ def _session_inputs(catalog: Catalog, sid: str) -> tuple[dict[str, Any], list[di
 
 
 def stored_summaries(catalog: Catalog, sid: str) -> dict[tuple[str, int], dict[str, Any]]:
-    return {(r["kind"], r["turn_index"]): dict(r) for r in catalog.db.execute(
-        "SELECT * FROM summaries WHERE session_id = ?", (sid,))}
+    return {(r["kind"], r["turn_index"]): r for r in summary_queries.summary_rows(catalog, sid)}
 
 
 def ensure_summaries(catalog: Catalog, sid: str, force: bool = False,
@@ -268,8 +267,7 @@ def ensure_summaries(catalog: Catalog, sid: str, force: bool = False,
         return False
     clean = redact_many([w[3] for w in writes])  # catalog texts are redacted; model answers may not be
     writes = [w[:3] + (c,) + w[4:] for w, c in zip(writes, clean)]
-    with catalog.transaction():
-        catalog.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?,?,?,?,?,?,?,?,?)", writes)
+    summary_queries.write_summaries(catalog, writes)
     if report is not None:
         report.turn_summaries_written += sum(1 for w in writes if w[2] == "turn")
         report.session_summaries_written += sum(1 for w in writes if w[2] == "session")
@@ -300,9 +298,7 @@ def summarize(catalog: Catalog, session_ids: Iterable[str] | None = None, force:
         if llm is not None:
             texts = _llm_texts(catalog, sid, llm, report, force)
         if ensure_summaries(catalog, sid, force=force, llm=texts, report=report):
-            with catalog.transaction():
-                catalog.db.execute("UPDATE sessions SET content_seq = ? WHERE session_id = ?",
-                                   (catalog.next_seq(), sid))
+            summary_queries.renew_content_seq(catalog, sid)
         report.sessions += 1
         if progress:
             progress(i + 1, len(ids))

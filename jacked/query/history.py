@@ -11,12 +11,13 @@ from typing import Any
 import orjson
 
 from jacked.catalog import Catalog
+from jacked.errors import JackedError
 from jacked.ingest.scan import Scanner, ScanReport
 from jacked.sources.claude.discover import SessionFiles, SubagentFile, is_agent_file, is_compaction_file, session_dir_files
 from jacked.sources.reader import first_record
 
 
-class SessionNotFound(Exception):
+class SessionNotFound(JackedError):
     """The session reference matches nothing, or more than one session."""
 
 

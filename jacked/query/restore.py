@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jacked.catalog import Catalog
+from jacked.errors import JackedError
 from jacked.index.summarize import turn_facts
 from jacked.util.tokens import count_tokens
 
@@ -32,7 +33,7 @@ _CONSTRAINT = re.compile(r"^(please\s+)?(don't|do not|never|always|avoid|keep|ma
                          r"instead of)\b", re.I)
 
 
-class RestoreError(ValueError):
+class RestoreError(JackedError, ValueError):
     """A restore request that cannot be met (a budget too small for even the header)."""
 
 

@@ -32,7 +32,8 @@ from typing import Any
 
 import orjson
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, retrieve_queries
+from jacked.errors import JackedError
 from jacked.index.extract import MIN_SUBAGENT_SUMMARY
 from jacked.query.staleness import Staleness, assess, touched_files
 from jacked.util.time import now_utc, relative_age
@@ -46,7 +47,7 @@ MIN_BUDGET = 100
 TOOL_LINE_CHARS = 160
 
 
-class RetrieveError(ValueError):
+class RetrieveError(JackedError, ValueError):
     """A retrieve request the user must fix (bad mode, budget too small)."""
 
 
@@ -505,12 +506,7 @@ def _repo_sessions(catalog: Catalog, cwd: str) -> list[dict[str, Any]]:
     from jacked.sources.claude.discover import repo_name_of
 
     top = cwd.rstrip("/") or "/"
-    name = repo_name_of(top)
-    rows = catalog.db.execute(
-        "SELECT * FROM sessions WHERE has_main = 1 AND (cwd = ? OR cwd LIKE ? ESCAPE '\\' OR repo_name = ?) "
-        "ORDER BY COALESCE(ended_at, started_at, '') DESC",
-        (top, top.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%", name)).fetchall()
-    return [dict(r) for r in rows]
+    return retrieve_queries.sessions_in_folder(catalog, top, repo_name_of(top))
 
 
 def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[str]] | None = None,

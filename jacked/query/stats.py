@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from statistics import median
 from typing import Any
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, stats_queries
 from jacked.util.time import parse_since
 from jacked.sources.model import EDIT_TOOLS, READ_TOOLS, WRITE_TOOLS
 
@@ -50,20 +50,8 @@ def iso_since(since: str | None, now: datetime | None = None) -> str | None:
 
 def session_filter(q: StatsQuery, alias: str = "") -> tuple[str, list[Any]]:
     """SQL (and args) restricting rows to the selected sessions, for a table with `session_id`."""
-    col = f"{alias}session_id"
-    if not q.repo and not q.session_id:
-        # Turns, main-chain calls and their API responses exist only for sessions with a main
-        # file: no subquery needed (it cost a third of the time on 1,000 sessions).
-        return "1 = 1", []
-    parts = ["SELECT session_id FROM sessions WHERE has_main = 1"]
-    args: list[Any] = []
-    if q.repo:
-        parts.append("AND (repo_name = ? OR cwd = ?)")
-        args += [q.repo, q.repo]
-    if q.session_id:
-        parts.append("AND session_id = ?")
-        args.append(q.session_id)
-    return f"{col} IN ({' '.join(parts)})", args
+    # Still imported by the UI's per-day chart (jacked.surfaces.ui.api.over_time).
+    return stats_queries.session_filter(q.repo, q.session_id, alias)
 
 
 def _top(counter: Counter[Any], n: int) -> list[tuple[Any, int]]:
@@ -74,68 +62,25 @@ def _top(counter: Counter[Any], n: int) -> list[tuple[Any, int]]:
 def compute_stats(catalog: Catalog, q: StatsQuery) -> dict[str, Any]:
     """The `stats --json` object."""
     since = iso_since(q.since, q.now)
-    where, args = session_filter(q, "t.")
-    turn_sql = (f"FROM turns t WHERE {where}" + (" AND t.started_at >= ?" if since else "")
-                + ("" if q.session_id else " AND t.repeat_of IS NULL"))  # a resumed session's copies count once
-    turn_args = args + ([since] if since else [])
-    db = catalog.db
-    row = db.execute(
-        f"SELECT COUNT(DISTINCT t.session_id), COUNT(*), COALESCE(SUM(t.input_tokens), 0), "
-        f"COALESCE(SUM(t.output_tokens), 0), MIN(t.started_at), MAX(COALESCE(t.ended_at, t.started_at)), "
-        f"COALESCE(SUM(t.duration_ms), 0), COUNT(t.duration_ms) {turn_sql}", turn_args).fetchone()
-    durations = [r[0] for r in db.execute(f"SELECT t.duration_ms {turn_sql} AND t.duration_ms IS NOT NULL",
-                                          turn_args)]
+    totals = stats_queries.turn_totals(catalog, q.repo, q.session_id, since)
+    durations = stats_queries.turn_durations(catalog, q.repo, q.session_id, since)
     out: dict[str, Any] = {
         "filters": {"repo": q.repo, "since": q.since, "since_iso": since, "session": q.session_id,
                     "tool": q.tool, "include_subagents": q.include_subagents},
-        "sessions": row[0], "turns": row[1],
-        "tokens": {"input": row[2], "output": row[3], "by_model": _tokens_by_model(catalog, q, since)},
-        "time": {"first": row[4], "last": row[5], "turn_ms_total": row[6], "turns_timed": row[7],
+        "sessions": totals["sessions"], "turns": totals["turns"],
+        "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"],
+                   "by_model": stats_queries.tokens_by_model(catalog, q.repo, q.session_id, since,
+                                                             q.include_subagents)},
+        "time": {"first": totals["first"], "last": totals["last"], "turn_ms_total": totals["turn_ms_total"],
+                 "turns_timed": totals["turns_timed"],
                  "turn_ms_median": int(median(durations)) if durations else None},
     }
     out.update(_invocation_stats(catalog, q, since))
     return out
 
 
-def _tokens_by_model(catalog: Catalog, q: StatsQuery, since: str | None) -> dict[str, dict[str, int]]:
-    where, args = session_filter(q, "l.")
-    sql = (f"SELECT COALESCE(l.model, '?'), COUNT(*), SUM(l.input_tokens + l.cache_read_tokens + "
-           f"l.cache_creation_tokens), SUM(l.output_tokens) FROM llm_calls l WHERE {where}")
-    if not q.include_subagents:
-        sql += " AND l.owner = ''"
-    if not q.session_id:
-        sql += " AND NOT l.repeated"
-    if since:
-        sql += " AND l.timestamp >= ?"
-        args.append(since)
-    sql += " GROUP BY 1 ORDER BY 3 DESC"
-    return {r[0]: {"calls": r[1], "input": r[2] or 0, "output": r[3] or 0} for r in catalog.db.execute(sql, args)}
-
-
-def invocation_rows(catalog: Catalog, q: StatsQuery, since: str | None) -> list[Any]:
-    """The selected invocations in turn order:
-    (session, owner, turn, sequence, tool, error, path, command, added, removed, created)."""
-    where, args = session_filter(q, "i.")
-    cols = ("i.session_id, i.owner, i.turn_index, i.sequence, i.tool_name, i.is_error, i.file_path, i.command, "
-            "i.lines_added, i.lines_removed, i.file_created")
-    if since:
-        # Main-chain calls count when their turn started since then; subagent calls by their own time.
-        sql = (f"SELECT {cols} FROM invocations i LEFT JOIN turns t ON i.owner = '' AND "
-               f"t.session_id = i.session_id AND t.turn_index = i.turn_index WHERE {where} AND "
-               f"((i.owner = '' AND t.started_at >= ?) OR (i.owner != '' AND i.timestamp >= ?))")
-        args += [since, since]
-    else:
-        sql = f"SELECT {cols} FROM invocations i WHERE {where}"
-    if not q.include_subagents:
-        sql += " AND i.owner = ''"
-    if not q.session_id:
-        sql += " AND NOT i.repeated"
-    sql += " ORDER BY i.session_id, i.owner, i.turn_index, i.ord"
-    return catalog.db.execute(sql, args).fetchall()
-
-
 def _invocation_stats(catalog: Catalog, q: StatsQuery, since: str | None) -> dict[str, Any]:
-    rows = invocation_rows(catalog, q, since)
+    rows = stats_queries.invocation_rows(catalog, q.repo, q.session_id, since, q.include_subagents)
     usage: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     read: Counter[str] = Counter()

@@ -25,7 +25,8 @@ from typing import Any
 
 import orjson
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, timeline_queries
+from jacked.errors import JackedError
 from jacked.util.time import parse_ts
 from jacked.sources.model import WRITE_TOOLS
 from jacked.sources.attempts import FILE_TOOLS, resolutions
@@ -37,7 +38,7 @@ BRIEF_CHARS = 600  # arguments and results in brief: the full text is one `jacke
 _RANK = {"intent": 0, "compaction": 1, "llm": 2, "action": 3, "file": 4, "error": 5, "subagent": 6}
 
 
-class TimelineError(ValueError):
+class TimelineError(JackedError, ValueError):
     """A timeline request the user must fix (an unknown event type)."""
 
 
@@ -90,26 +91,14 @@ def path_matches(stored: str | None, wanted: str) -> bool:
     return s == w or s.endswith("/" + w)
 
 
-def _path_sql(wanted: str) -> tuple[str, list[Any]]:
-    """SQL narrowing invocations to a path (checked exactly again in Python)."""
-    w = wanted.replace("\\", "/").rstrip("/")
-    if w.startswith("/"):
-        return "(file_path = ? OR file_path = ?)", [w, wanted]
-    w = w[2:] if w.startswith("./") else w
-    esc = w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return "(file_path = ? OR REPLACE(file_path, '\\', '/') LIKE ? ESCAPE '\\')", [w, "%/" + esc]
-
-
 class BackupIndex:
     """The file-history backups of one session, looked up by absolute path and time."""
 
     def __init__(self, catalog: Catalog, session_id: str, cwd: str | None, claude_dir: Path | None) -> None:
         self.by_path: dict[str, list[dict[str, Any]]] = {}
         self.root = claude_dir / "file-history" / session_id if claude_dir else None
-        for r in catalog.db.execute(
-                "SELECT path, version, backup_file, backup_time, turn_index FROM file_backups WHERE session_id = ? "
-                "ORDER BY version", (session_id,)):
-            self.by_path.setdefault(_resolve_path(r["path"], cwd), []).append(dict(r))
+        for r in timeline_queries.backup_rows(catalog, session_id):
+            self.by_path.setdefault(_resolve_path(r["path"], cwd), []).append(r)
 
     def before(self, path: str | None, timestamp: str | None) -> dict[str, Any] | None:
         """The newest backup of `path` taken no later than `timestamp` (the change's result time:
@@ -169,15 +158,13 @@ def session_events(catalog: Catalog, session_id: str, types: set[str], claude_di
                 add("intent", t["turn_index"], t["started_at"], 0, prompt=t["prompt"],
                     is_slash_command=bool(t["is_slash_command"]), interrupted=bool(t["interrupted"]))
         if "llm" in types:
-            for c in catalog.db.execute("SELECT * FROM llm_calls WHERE session_id = ? AND owner = '' "
-                                        "ORDER BY turn_index, ord", (sid,)):
+            for c in timeline_queries.main_llm_calls(catalog, sid):
                 add("llm", c["turn_index"], c["timestamp"], c["ord"], model=c["model"], message_id=c["message_id"],
                     input_tokens=c["input_tokens"], output_tokens=c["output_tokens"],
                     cache_read_tokens=c["cache_read_tokens"], cache_creation_tokens=c["cache_creation_tokens"],
                     tool_calls=c["tool_calls"])
         if "compaction" in types:
-            for e in catalog.db.execute("SELECT * FROM turn_events WHERE session_id = ? AND type = 'compaction' "
-                                        "ORDER BY turn_index, ord", (sid,)):
+            for e in timeline_queries.compaction_events(catalog, sid):
                 add("compaction", e["turn_index"], e["timestamp"], e["ord"], kind="boundary",
                     **orjson.loads(e["data"] or "{}"))
             for x in catalog.text_rows(sid):
@@ -226,20 +213,7 @@ def timeline(catalog: Catalog, q: TimelineQuery, claude_dir: Path | None = None)
     if q.session_id:
         sids = [q.session_id]
     else:
-        sql = "SELECT session_id FROM sessions WHERE has_main = 1"
-        args: list[Any] = []
-        if q.repo:
-            sql += " AND (repo_name = ? OR cwd = ?)"
-            args += [q.repo, q.repo]
-        if q.file:
-            # only sessions that touched the file: saves reading every session's calls
-            clause, pargs = _path_sql(q.file)
-            sql += f" AND session_id IN (SELECT session_id FROM invocations WHERE owner = '' AND {clause})"
-            args += pargs
-        if types <= {"error"}:
-            sql += " AND tool_error_count > 0"
-        sql += " ORDER BY COALESCE(started_at, ''), session_id"
-        sids = [r[0] for r in catalog.db.execute(sql, args)]
+        sids = timeline_queries.timeline_session_ids(catalog, q.repo, q.file, with_errors=types <= {"error"})
     out: list[dict[str, Any]] = []
     for sid in sids:
         out.extend(session_events(catalog, sid, types, claude_dir, q.file))
@@ -252,15 +226,8 @@ def timeline(catalog: Catalog, q: TimelineQuery, claude_dir: Path | None = None)
 def file_history(catalog: Catalog, path: str, claude_dir: Path | None = None,
                  repo: str | None = None) -> list[dict[str, Any]]:
     """`file-history PATH --json`: every recorded change to a file across sessions, oldest first."""
-    clause, args = _path_sql(path)
-    sql = (f"SELECT i.*, s.cwd AS session_cwd, s.repo_name FROM invocations i JOIN sessions s "
-           f"ON s.session_id = i.session_id WHERE i.owner = '' AND i.is_error = 0 AND i.tool_name IN "
-           f"({','.join('?' * len(FILE_TOOLS))}) AND {clause.replace('file_path', 'i.file_path')}")
-    params = sorted(FILE_TOOLS) + args
-    if repo:
-        sql += " AND (s.repo_name = ? OR s.cwd = ?)"
-        params += [repo, repo]
-    rows = [dict(r) for r in catalog.db.execute(sql, params) if path_matches(r["file_path"], path)]
+    rows = [r for r in timeline_queries.file_change_rows(catalog, path, FILE_TOOLS, repo)
+            if path_matches(r["file_path"], path)]
     rows.sort(key=lambda r: (r["timestamp"] or "", r["session_id"], r["turn_index"], r["ord"]))
     backup_cache: dict[str, BackupIndex] = {}
     out = []

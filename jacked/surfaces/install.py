@@ -17,6 +17,9 @@ For byte identity, the state file (`<claude dir>/jacked-install.json`) remembers
 JSON file's bytes from before jacked's additions and a hash of what install wrote: when
 the file is still exactly what install wrote, uninstall puts the old bytes back; when
 the user changed it since, only jacked's entries are taken out.
+
+The entries themselves (hooks and MCP server, with `{jacked}` for the command) are package
+data, `jacked/defaults/hooks.json`, read by `hook_snippets()`.
 """
 from __future__ import annotations
 
@@ -34,21 +37,33 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from jacked.errors import JackedError
 from jacked.util.fs import atomic_write
 
 __all__ = ["InstallError", "InstallReport", "install", "uninstall", "jacked_command", "mcp_config_path",
-           "skill_source", "STATE_FILE", "HOOK_EVENTS"]
+           "skill_source", "hook_snippets", "STATE_FILE", "HOOK_EVENTS"]
 
 STATE_FILE = "jacked-install.json"
 BACKUP_DIR = "jacked-backups"
-HOOK_EVENTS = ("Stop", "SessionEnd")
-RECALL_EVENT = "SessionStart"
-MCP_NAME = "jacked"
-INDEX_HOOK_TIMEOUT_S = 30
-RECALL_HOOK_TIMEOUT_S = 20
+HOOKS_RESOURCE = "defaults/hooks.json"  # inside the package, so an installed wheel has it
+PLACEHOLDER = "{jacked}"
 
 
-class InstallError(Exception):
+def hook_snippets() -> dict[str, Any]:
+    """`jacked/defaults/hooks.json`: `index` and `recall` (fragments of settings.json) and
+    `mcp` (a fragment of .claude.json), with PLACEHOLDER where the jacked command goes."""
+    text = resources.files("jacked").joinpath(HOOKS_RESOURCE).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+_SNIPPETS = hook_snippets()
+HOOK_EVENTS: tuple[str, ...] = tuple(_SNIPPETS["index"]["hooks"])
+(RECALL_EVENT,) = _SNIPPETS["recall"]["hooks"]
+(MCP_NAME,) = _SNIPPETS["mcp"]["mcpServers"]
+
+
+class InstallError(JackedError):
     """A file install must not touch as it is (e.g. settings.json is not valid JSON)."""
 
 
@@ -240,11 +255,24 @@ def _is_ours(hook: Any, sub: str) -> bool:
     return Path(words[0]).name in ("jacked", "jacked.exe") or "jacked.surfaces.cli.main" in exe
 
 
-def _wanted_hooks(exe: str, recall: bool) -> dict[str, dict[str, Any]]:
-    hooks = {ev: {"type": "command", "command": f"{exe} index --hook", "async": True,
-                  "timeout": INDEX_HOOK_TIMEOUT_S} for ev in HOOK_EVENTS}
+def _expand(node: Any, exe: str) -> Any:
+    """A fresh copy of a snippet with PLACEHOLDER replaced by `exe`."""
+    if isinstance(node, str):
+        return node.replace(PLACEHOLDER, exe)
+    if isinstance(node, list):
+        return [_expand(x, exe) for x in node]
+    if isinstance(node, dict):
+        return {k: _expand(v, exe) for k, v in node.items()}
+    return node
+
+
+def _wanted_hooks(exe: str, index: bool, recall: bool) -> dict[str, list[dict[str, Any]]]:
+    """{event: [hook group, ...]} for the `index` and/or `recall` snippets."""
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    if index:
+        hooks.update(_expand(_SNIPPETS["index"]["hooks"], exe))
     if recall:
-        hooks[RECALL_EVENT] = {"type": "command", "command": f"{exe} recall --hook", "timeout": RECALL_HOOK_TIMEOUT_S}
+        hooks.update(_expand(_SNIPPETS["recall"]["hooks"], exe))
     return hooks
 
 
@@ -277,22 +305,26 @@ def _remove_hooks(data: dict[str, Any]) -> bool:
     return found
 
 
-def _add_hooks(data: dict[str, Any], wanted: dict[str, dict[str, Any]]) -> None:
+def _add_hooks(data: dict[str, Any], wanted: dict[str, list[dict[str, Any]]]) -> None:
     _remove_hooks(data)  # one current entry per event, whatever an older install left
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise InstallError("settings.json: `hooks` is not an object; jacked leaves it untouched")
-    for ev, hook in wanted.items():
+    for ev, ours in wanted.items():
         groups = hooks.setdefault(ev, [])
         if not isinstance(groups, list):
             raise InstallError(f"settings.json: hooks.{ev} is not a list; jacked leaves it untouched")
-        groups.append({"hooks": [hook]})
+        groups.extend(ours)
 
 
 # --------------------------------------------------------------------------- MCP
 def _mcp_entry(exe: str) -> dict[str, Any]:
+    """The snippet's server: the first word of `exe` as `command`, the others before `args`."""
+    entry: dict[str, Any] = _expand(_SNIPPETS["mcp"]["mcpServers"][MCP_NAME], exe)
     words = shlex.split(exe)
-    return {"type": "stdio", "command": words[0], "args": words[1:] + ["mcp"], "env": {}}
+    entry["command"] = words[0]
+    entry["args"] = words[1:] + list(entry.get("args", []))
+    return entry
 
 
 def _add_mcp(data: dict[str, Any], exe: str) -> None:
@@ -329,7 +361,7 @@ def install(claude_dir: Path, hooks: bool = True, skill: bool = True, recall: bo
     if skill:
         _install_skill(ctx)
     if hooks or recall:
-        wanted = _wanted_hooks(exe, recall) if hooks else {RECALL_EVENT: _wanted_hooks(exe, True)[RECALL_EVENT]}
+        wanted = _wanted_hooks(exe, index=hooks, recall=recall)
         _edit_json(ctx, claude_dir / "settings.json", "settings", lambda d: _add_hooks(d, wanted), _remove_hooks)
     if mcp:
         path = mcp_path or mcp_config_path(claude_dir)

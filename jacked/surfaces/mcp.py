@@ -6,14 +6,15 @@ Code's 25,000-token limit for a tool result: lists are paged (`offset` / `limit`
 `next_offset` in the answer — null on the last page); a page is shortened until it fits
 `MAX_RESULT_TOKENS`, and very long single texts in a page are shown up to `FIELD_CHARS`
 with a marker saying how much was left out (the whole text is one `jacked turns` away).
+The context of `retrieve` and the brief of `restore` are never clipped: their token budget
+bounds them, so `used` counts exactly the text returned.
 
-The module is named `mcp_server` so it never shadows the SDK's top-level `mcp` package.
+The work is `jacked.service.Jacked`'s; this module only shapes arguments and answers.
 Everything served comes from the catalog and index, where it was stored redacted.
 """
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,14 +22,18 @@ import orjson
 
 from jacked.catalog import Catalog
 from jacked.config import Settings
+from jacked.errors import JackedError
+from jacked.query.search import SearchOptions
+from jacked.service import Jacked
 from jacked.util.tokens import count_tokens
 
 MAX_RESULT_TOKENS = 12_000  # half of Claude Code's 25,000-token tool output limit
 FIELD_CHARS = 4000
+RETRIEVE_HEADROOM = 1000  # of MAX_RESULT_TOKENS, left by retrieve's budget for the JSON around the context
 RESCAN_SECONDS = 30.0  # the catalog is brought up to date at most this often
-# Failures that mean "the request or the setup is wrong", shown to the model as they are.
-_USER_ERRORS = frozenset({"SessionNotFound", "SearchError", "StoreError", "StoreNotFound", "TimelineError",
-                          "RestoreError", "RetrieveError", "TimeParseError", "EmbedError", "ConfigError"})
+# Failures that mean "the request or the setup is wrong", shown to the model as they are:
+# every JackedError, and the ValueError / LookupError of an argument out of range.
+USER_ERRORS: tuple[type[Exception], ...] = (JackedError, ValueError, LookupError)
 TOOL_NAMES = ("search", "retrieve", "list_sessions", "get_session", "list_turns", "get_turn", "timeline",
               "file_history", "stats", "restore")
 
@@ -42,6 +47,12 @@ def clip(obj: Any, limit: int = FIELD_CHARS) -> Any:
     if isinstance(obj, list):
         return [clip(v, limit) for v in obj]
     return obj
+
+
+def first_line(e: BaseException) -> str:
+    """The one line a user error shows: its message's first line (its class name if it has none)."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def dumps(obj: Any) -> str:
@@ -77,75 +88,57 @@ def page(items: list[Any], offset: int, limit: int, max_tokens: int = MAX_RESULT
     return text
 
 
+def retrieve_answer(result: Any, max_tokens: int = MAX_RESULT_TOKENS) -> str:
+    """A retrieve result as JSON with its whole context; the list of omitted units is shortened
+    (`omitted_total` keeps their number) if the answer would not fit `max_tokens` otherwise."""
+    omitted = list(result.omitted)
+    while True:
+        text = dumps({"mode": result.mode, "budget": result.budget, "used": result.used,
+                      "dropped_sessions": result.dropped_sessions, "omitted": omitted,
+                      "omitted_total": len(result.omitted), "context": result.text})
+        if not omitted or count_tokens(text) <= max_tokens:
+            return text
+        omitted = omitted[:len(omitted) * 2 // 3]
+
+
 class JackedService:
-    """The work behind the MCP tools: plain methods returning JSON text (tests call them directly)."""
+    """The MCP tools over `Jacked`: arguments in, bounded JSON text out (tests call them directly)."""
 
     def __init__(self, settings: Settings, scan: bool = True) -> None:
         self.settings = settings
-        self.catalog = Catalog(settings.catalog_path)
-        self.scan_enabled = scan
-        self._scanned_at = 0.0
-        self._indexer: Any = None
+        self.jacked = Jacked(settings, scan=scan, rescan_seconds=RESCAN_SECONDS)
 
-    # ------------------------------------------------------------------ plumbing
-    def fresh(self) -> Catalog:
-        """The catalog, re-scanned (incrementally) when the last scan is older than RESCAN_SECONDS."""
-        if self.scan_enabled and time.monotonic() - self._scanned_at > RESCAN_SECONDS:
-            from jacked.ingest.scan import scan
+    @property
+    def catalog(self) -> Catalog:
+        return self.jacked.catalog
 
-            if self.settings.projects_dir.is_dir():
-                scan(self.catalog, self.settings.claude_dir)
-            self._scanned_at = time.monotonic()
-        return self.catalog
-
-    def sid(self, ref: str) -> str:
-        from jacked.query.history import resolve_session
-
-        return resolve_session(self.fresh(), ref, self.settings.claude_dir)
-
-    # ------------------------------------------------------------------ tools
     def search(self, query: str, scope: str = "all", repo: str | None = None, since: str | None = None,
                limit: int = 5) -> str:
-        from jacked.index.indexer import Indexer
-        from jacked.query.search import SearchOptions, Searcher
-
-        self.fresh()
-        if self._indexer is None:
-            self._indexer = Indexer(self.settings, self.catalog)
         opts = SearchOptions(scope=scope, repo=repo, since=since, limit=max(1, min(limit, 20)))
-        opts.validate()
-        with self._indexer.open_store(must_exist=True) as store:
-            result = Searcher(self.settings, store, self._indexer.dense, self._indexer.sparse,
-                              self.catalog).search(query, opts)
-        return bounded(result)
+        return bounded(self.jacked.search(query, opts))
 
     def retrieve(self, session_ids: list[str], mode: str = "smart", max_tokens: int = 8000) -> str:
-        try:
-            from jacked.query.retrieve import retrieve
-        except ImportError:
-            return dumps({"error": "retrieve is not available in this version of jacked"})
-        ids = [self.sid(s) for s in session_ids]
-        # The context block itself must stay under the tool-output bound.
-        budget = max(100, min(max_tokens, MAX_RESULT_TOKENS - 1000))  # retrieve needs >= 100
-        result = retrieve(self.catalog, ids, mode=mode, budget=budget, margin=self.settings.token_safety_margin)
-        return bounded({"mode": result.mode, "budget": result.budget, "used": result.used,
-                        "dropped_sessions": result.dropped_sessions, "omitted": result.omitted,
-                        "context": result.text})
+        from jacked.query.retrieve import MIN_BUDGET
+
+        # The context is never clipped (`used` counts exactly what is returned): its token budget
+        # keeps it under the tool-output bound, with room for the other fields.
+        budget = max(MIN_BUDGET, min(max_tokens, MAX_RESULT_TOKENS - RETRIEVE_HEADROOM))
+        while True:
+            text = retrieve_answer(self.jacked.retrieve(session_ids, mode=mode, budget=budget))
+            over = count_tokens(text) - MAX_RESULT_TOKENS
+            if over <= 0 or budget <= MIN_BUDGET:
+                return text
+            # JSON escapes made the context cost more than its count: fit it into a smaller budget.
+            budget = max(MIN_BUDGET, budget - over - 100)
 
     def list_sessions(self, repo: str | None = None, offset: int = 0, limit: int = 20) -> str:
-        from jacked.query.history import list_sessions
-
-        rows = list_sessions(self.fresh(), repo)
-        return page(rows, offset, limit)
+        return page(self.jacked.sessions(repo), offset, limit)
 
     def get_session(self, session_id: str) -> str:
         from jacked.query.history import session_summary
-        from jacked.index.summarize import ensure_summaries, summaries_for
 
-        sid = self.sid(session_id)
+        sid, turn_sums, sess = self.jacked.summaries(session_id)
         cat = self.catalog
-        ensure_summaries(cat, sid)
-        turn_sums, sess = summaries_for(cat, sid)
         row = cat.get_session_row(sid) or {}
         out = session_summary(row)
         out.update({"plan": row.get("plan"), "summary": sess["text"] if sess else None,
@@ -157,11 +150,7 @@ class JackedService:
         return bounded(out)
 
     def list_turns(self, session_id: str, offset: int = 0, limit: int = 20) -> str:
-        from jacked.index.summarize import ensure_summaries, summaries_for
-
-        sid = self.sid(session_id)
-        ensure_summaries(self.catalog, sid)
-        sums, _ = summaries_for(self.catalog, sid)
+        sid, sums, _ = self.jacked.summaries(session_id)
         turns = []
         for t in self.catalog.turn_rows(sid):
             m = orjson.loads(t["metrics"]) if t["metrics"] else {}
@@ -173,48 +162,37 @@ class JackedService:
         return page(turns, offset, limit, extra={"session_id": sid})
 
     def get_turn(self, session_id: str, turn_index: int, offset: int = 0, limit: int = 50) -> str:
-        from jacked.query.history import turns_json
-        from jacked.index.summarize import summaries_for
-
-        sid = self.sid(session_id)
-        data = turns_json(self.catalog, sid)
+        sid, sums, _ = self.jacked.summaries(session_id)
+        data = self.jacked.turns(sid)
         turn = next((t for t in data["turns"] if t["index"] == turn_index), None)
         if turn is None:
             raise ValueError(f"session {sid[:8]} has no turn {turn_index} (it has {len(data['turns'])} turns)")
-        sums, _ = summaries_for(self.catalog, sid)
         invocations = turn.pop("invocations")
         turn["summary"] = (sums.get(turn_index) or {}).get("text")
         return page(invocations, offset, limit, extra={"session_id": sid, "turn": clip(turn)})
 
     def timeline(self, session_id: str | None = None, types: list[str] | None = None, repo: str | None = None,
                  file: str | None = None, offset: int = 0, limit: int = 50) -> str:
-        from jacked.query.timeline import TimelineQuery, timeline
+        from jacked.query.timeline import TimelineQuery
 
-        sid = self.sid(session_id) if session_id else None
-        events = timeline(self.fresh(), TimelineQuery(session_id=sid, types=types or None, repo=repo, file=file),
-                          self.settings.claude_dir)
+        sid = self.jacked.session_id(session_id) if session_id else None
+        events = self.jacked.timeline(TimelineQuery(session_id=sid, types=types or None, repo=repo, file=file))
         return page(events, offset, limit)
 
     def file_history(self, path: str, repo: str | None = None, offset: int = 0, limit: int = 20) -> str:
-        from jacked.query.timeline import file_history
-
-        return page(file_history(self.fresh(), path, self.settings.claude_dir, repo), offset, limit,
-                    extra={"path": path})
+        return page(self.jacked.file_history(path, repo), offset, limit, extra={"path": path})
 
     def stats(self, repo: str | None = None, since: str | None = None, session_id: str | None = None,
               tool: str | None = None, top: int = 10) -> str:
-        from jacked.query.stats import StatsQuery, compute_stats
+        from jacked.query.stats import StatsQuery
 
-        sid = self.sid(session_id) if session_id else None
-        return bounded(compute_stats(self.fresh(), StatsQuery(repo=repo, since=since, session_id=sid, tool=tool,
-                                                              top=max(1, min(top, 50)))))
+        sid = self.jacked.session_id(session_id) if session_id else None
+        return bounded(self.jacked.stats(StatsQuery(repo=repo, since=since, session_id=sid, tool=tool,
+                                                    top=max(1, min(top, 50)))))
 
     def restore(self, session_id: str, max_tokens: int = 4000) -> str:
-        from jacked.query.restore import restore_brief
-
-        sid = self.sid(session_id)
-        brief = restore_brief(self.catalog, sid, max(1, min(max_tokens, MAX_RESULT_TOKENS - 1000)),
-                              margin=self.settings.token_safety_margin)
+        brief = self.jacked.restore(session_id, max(1, min(max_tokens, MAX_RESULT_TOKENS - 1000)))
+        sid = self.jacked.session_id(session_id)
         return dumps({"session_id": sid, "budget": brief.budget, "used": brief.used, "omitted": brief.omitted,
                       "brief": brief.text})
 
@@ -238,12 +216,8 @@ def build_server(settings: Settings, scan: bool = True) -> Any:
         async def wrapper(*args: Any, **kwargs: Any) -> str:
             try:
                 return await fn(*args, **kwargs)
-            except (ValueError, LookupError) as e:  # SessionNotFound, SearchError, StoreNotFound, …
-                raise ToolError(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from e
-            except Exception as e:
-                if type(e).__name__ in _USER_ERRORS:
-                    raise ToolError(str(e).strip().splitlines()[0]) from e
-                raise
+            except USER_ERRORS as e:  # StoreBusy, ModelMismatch, TokenizerUnavailable, SessionNotFound, …
+                raise ToolError(first_line(e)) from e
 
         server.tool(name=fn.__name__, description=description, structured_output=False)(wrapper)
 

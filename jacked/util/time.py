@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+from jacked.errors import JackedError
+
 
 def now_utc() -> datetime:
     return datetime.now(timezone.utc)
@@ -50,7 +52,7 @@ _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(h|d|w|m|y)\s*$", re.I)
 _UNITS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 
 
-class TimeParseError(ValueError):
+class TimeParseError(JackedError, ValueError):
     """A `--since` value that is neither a duration nor a date."""
 
 

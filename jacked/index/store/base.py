@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from jacked.errors import JackedError
 from jacked.index.embed import SparseVector
 
 #: Name of the dense vector in the collection.
@@ -55,7 +56,7 @@ DEFAULT_PREFETCH = 50
 _REBUILD_HINT = "run `jacked backfill --rebuild`"
 
 
-class StoreError(Exception):
+class StoreError(JackedError):
     """A vector-store problem; the message is one actionable line."""
 
 

@@ -12,10 +12,11 @@ from typing import Any
 import orjson
 import typer
 
+from jacked.errors import JackedError
 from jacked.config import Settings, load_settings
 
 
-class CliError(Exception):
+class CliError(JackedError):
     """A problem the user can fix: printed as one line on stderr, exit code 1."""
 
 

@@ -31,7 +31,8 @@ from jacked.surfaces.cli import stats as stats_cli
 from jacked.surfaces.cli import summarize as summarize_cli
 from jacked.surfaces.cli import timeline as timeline_cli
 from jacked.surfaces.cli import ui as ui_cli
-from jacked.surfaces.cli.common import STATE, CliError
+from jacked.errors import JackedError
+from jacked.surfaces.cli.common import STATE
 
 app = typer.Typer(
     name="jacked",
@@ -68,20 +69,10 @@ ui_cli.register(app)
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
-    """Exception types that mean "the user's input or setup is wrong", not a bug."""
-    from jacked.config import ConfigError
-    from jacked.index.embed import EmbedError
-    from jacked.query.history import SessionNotFound
-    from jacked.surfaces.install import InstallError
-    from jacked.query.retrieve import RetrieveError
-    from jacked.query.restore import RestoreError
-    from jacked.query.search import SearchError
-    from jacked.query.timeline import TimelineError
-    from jacked.index.store import StoreError
-    from jacked.util.time import TimeParseError
-
-    return (CliError, ConfigError, SessionNotFound, SearchError, StoreError, EmbedError, TimeParseError,
-            RetrieveError, InstallError, RestoreError, TimelineError, sqlite3.DatabaseError, OSError)
+    """Exception types that mean "the user's input or setup is wrong", not a bug: every
+    JackedError (CliError, ConfigError, StoreBusy, TokenizerUnavailable, …), a damaged
+    database and a file system error."""
+    return (JackedError, sqlite3.DatabaseError, OSError)
 
 
 def run() -> None:

