@@ -319,12 +319,15 @@ class VectorStore(abc.ABC):
             sparse = None
         if dense is None and sparse is None:
             return [], []
-        return self._search_each(dense, sparse, flt, limit, fields)
+        f = self._filter(flt)
+        dense_hits = self._query_leg(DENSE_VECTOR, as_list(dense), f, limit, fields) if dense is not None else []
+        sparse_hits = self._query_leg(SPARSE_VECTOR, sparse, f, limit, fields) if sparse is not None else []
+        return dense_hits, sparse_hits
 
     @abc.abstractmethod
-    def _search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
-                     limit: int, fields: list[str] | None) -> tuple[list[Hit], list[Hit]]:
-        """The backend's two plain queries; `search_each` handled the empty cases."""
+    def _query_leg(self, using: str, vector: Any, flt: Any, limit: int, fields: list[str] | None) -> list[Hit]:
+        """One plain query on the vector `using` (a dense list or a SparseVector), filter `flt`
+        already in the backend's terms; payload `fields` (all when None, none when empty)."""
 
     @abc.abstractmethod
     def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,

@@ -291,27 +291,16 @@ class ServerStore(VectorStore):
                 )
         return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in res.points]
 
-    def _search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
-                     limit: int, fields: list[str] | None) -> tuple[list[Hit], list[Hit]]:
+    def _query_leg(self, using: str, vector: Any, flt: Any, limit: int, fields: list[str] | None) -> list[Hit]:
         from qdrant_client import models
 
-        f = self._filter(flt)
+        if isinstance(vector, SparseVector):
+            vector = models.SparseVector(indices=list(vector.indices), values=list(vector.values))
         payload: Any = True if fields is None else (list(fields) if fields else False)
-        requests, sides = [], []
-        if dense is not None:
-            requests.append(models.QueryRequest(query=as_list(dense), using=DENSE_VECTOR, filter=f, limit=limit,
-                                                with_payload=payload, with_vector=False))
-            sides.append("dense")
-        if sparse is not None:
-            vec = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-            requests.append(models.QueryRequest(query=vec, using=SPARSE_VECTOR, filter=f, limit=limit,
-                                                with_payload=payload, with_vector=False))
-            sides.append("sparse")
         with self._errors("search"):
-            answers = self._require().query_batch_points(self.collection, requests=requests)
-        lists = {side: [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in a.points]
-                 for side, a in zip(sides, answers)}
-        return lists.get("dense", []), lists.get("sparse", [])
+            res = self._require().query_points(self.collection, query=vector, using=using, query_filter=flt,
+                                               limit=limit, with_payload=payload, with_vectors=False)
+        return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in res.points]
 
     def count(self, flt: SearchFilter | None = None) -> int:
         """Exact number of points matching ``flt``."""
