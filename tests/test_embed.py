@@ -156,3 +156,21 @@ def test_env_jacked_home_is_default_cache(tmp_path: Path, monkeypatch: pytest.Mo
     emb.count_tokens("x")  # assembles the folder without loading the model
     assert any((tmp_path / "home" / "models").iterdir())
     assert os.environ["JACKED_HOME"].endswith("home")
+
+
+def test_a_provider_is_one_class_and_one_entry(dense_embedder: DenseEmbedder, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from jacked.index import embed
+
+    class Alias(embed.OfflineMiniLM):
+        """The default model under another name: what a new provider has to say, and no more."""
+
+        def knows(self, model_name: str) -> bool:
+            return model_name == "test/minilm-alias"
+
+    monkeypatch.setattr(embed, "PROVIDERS", [Alias(), *embed.PROVIDERS])
+    alias = DenseEmbedder("test/minilm-alias", cache_dir=tmp_path)
+    assert alias.dims == 384 and alias.max_tokens == dense_embedder.max_tokens
+    assert alias.embed_query("plan mode") == dense_embedder.embed_query("plan mode")
+    with pytest.raises(EmbedError, match="unknown embedding model"):
+        embed.provider_for("test/nothing-serves-this")

