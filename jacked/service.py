@@ -3,28 +3,36 @@
 It owns the catalog connection, brings it up to date before answering (incrementally, at most
 every `rescan_seconds`), keeps the model and the index open across calls, and returns plain
 data; surfaces only parse their input and format these answers. Problems the user can fix
-raise `jacked.errors.JackedError` subclasses with a one-line message.
+raise `jacked.errors.JackedError` subclasses with a one-line message; warnings that do not
+stop an answer (a skipped transcript, an archive problem) go to the `warn` callback.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from jacked.catalog import Catalog
 from jacked.config import Settings
+from jacked.errors import JackedError
 
 Progress = Callable[[str, int, int], None]
+SearchFn = Callable[[str, str], list[str]]
 
 
 class Jacked:
     """jacked for one user and one Claude directory."""
 
-    def __init__(self, settings: Settings, scan: bool = True, rescan_seconds: float = 30.0) -> None:
-        """`scan`: bring the catalog up to date before answering (False: answer from it as it is)."""
+    def __init__(self, settings: Settings, scan: bool = True, rescan_seconds: float = 30.0,
+                 warn: Callable[[str], None] | None = None) -> None:
+        """`scan`: bring the catalog up to date before answering (False: answer from it as it is).
+        `warn`: where one-line warnings go (the CLI: stderr); None drops them."""
         self.settings = settings
         self.scan_enabled = scan
         self.rescan_seconds = rescan_seconds
+        self.warn = warn
         self._catalog: Catalog | None = None
         self._indexer: Any = None
         self._scanned_at: float | None = None
@@ -46,12 +54,27 @@ class Jacked:
             self._indexer = Indexer(self.settings, self.catalog)
         return self._indexer
 
+    def close(self) -> None:
+        """Close the catalog connection (the next call opens it again)."""
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = self._indexer = None
+
+    def _say(self, message: str) -> None:
+        if self.warn is not None:
+            self.warn(message)
+
+    def scannable(self) -> bool:
+        """Whether the Claude directory has anything to scan (a projects folder or history.jsonl)."""
+        return self.settings.projects_dir.is_dir() or (self.settings.claude_dir / "history.jsonl").is_file()
+
     def fresh(self) -> Catalog:
         """The catalog, re-scanned (incrementally) when the last scan is older than `rescan_seconds`."""
         now = time.monotonic()
         if self.scan_enabled and (self._scanned_at is None or now - self._scanned_at > self.rescan_seconds):
-            if self.settings.projects_dir.is_dir():
-                self.scan()
+            if self.scannable():
+                for err in self.scan().errors[:5]:
+                    self._say(f"jacked: skipped {err}")
             self._scanned_at = now
         return self.catalog
 
@@ -61,20 +84,80 @@ class Jacked:
 
         return resolve_session(self.fresh(), ref, self.settings.claude_dir)
 
+    def session(self, ref: str) -> tuple[Catalog, str]:
+        """(catalog, session id) for an id, a prefix or a transcript path; a transcript outside the
+        Claude directory is read into an in-memory catalog of its own (the main one is not scanned)."""
+        path = Path(ref).expanduser()
+        if path.suffix == ".jsonl" and path.is_file() and not _inside(path, self.settings.projects_dir):
+            from jacked.query.history import catalog_for_path
+
+            parents = path.resolve().parents
+            catalog, sid, report = catalog_for_path(path, parents[2] / "plans" if len(parents) > 2 else None)
+            if report.lines_skipped:
+                self._say(f"jacked: skipped {report.lines_skipped} unreadable line(s) of {path}")
+            return catalog, sid
+        return self.fresh(), self.session_id(ref)
+
     # ------------------------------------------------------------------ ingest and index
     def scan(self, progress: Callable[[int, int], None] | None = None) -> Any:
         """Bring the catalog up to date with the Claude directory; the `ScanReport`."""
-        from jacked.ingest.scan import Scanner
-
-        report = Scanner(self.catalog, self.settings.claude_dir, self.settings.user_name).scan(progress)
+        report = self._scanner().scan(progress)
         self._scanned_at = time.monotonic()
         return report
+
+    def _scanner(self) -> Any:
+        from jacked.ingest.scan import Scanner
+
+        return Scanner(self.catalog, self.settings.claude_dir, self.settings.user_name)
 
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> Any:
         """Scan, then index every session that changed; the `IndexReport`."""
         report = self.indexer.backfill(rebuild=rebuild, repo=repo, progress=progress)
         self._scanned_at = time.monotonic()
         return report
+
+    def cleardb(self) -> int:
+        """Delete this user's points and index state; how many points went."""
+        return int(self.indexer.cleardb())
+
+    def status(self) -> dict[str, Any]:
+        """What the index and the catalog hold (the `status --json` object; no scan)."""
+        from jacked.query.status import status
+
+        return status(self.settings)
+
+    def archive(self) -> dict[str, Any]:
+        """What jacked's archive keeps (the `archive --json` object), after a scan archived what is new."""
+        from jacked.ingest.archive import archive_listing
+
+        if self.settings.projects_dir.is_dir():
+            scanner = self._scanner()
+            scanner.scan()
+            self._scanned_at = time.monotonic()
+            for e in (scanner.archive.errors if scanner.archive is not None else [])[:5]:
+                self._say(f"jacked: archive: {e}")
+        return archive_listing(self.settings.home, self.settings.claude_dir)
+
+    def summary_status(self) -> dict[str, Any]:
+        """How many turns and sessions have a current summary, and by which summarizer."""
+        from jacked.index.summarize import summary_status
+
+        return summary_status(self.fresh())
+
+    def summarize(self, refs: list[str] | None = None, force: bool = False, llm: str | None = None,
+                  model: str | None = None, batch: int = 8) -> Any:
+        """Store turn and session summaries (of `refs`, or every session); the `SummarizeReport`.
+        `llm`: api or claude (a model summarizes), None: the offline extractive summarizer."""
+        from jacked.index.summarize import LlmSummarizer, default_transport, summarize
+
+        ids = [self.session_id(r) for r in refs] if refs else None
+        summarizer = None
+        if llm:
+            try:
+                summarizer = LlmSummarizer(default_transport(llm, model), batch_size=batch)
+            except ValueError as e:
+                raise JackedError(str(e)) from e
+        return summarize(self.fresh(), ids, force=force, llm=summarizer)
 
     # ------------------------------------------------------------------ query
     def search(self, query: str, opts: Any) -> dict[str, Any]:
@@ -88,19 +171,47 @@ class Jacked:
         self.fresh()
         return search_many(self.settings, queries, opts, indexer=self.indexer)
 
-    def retrieve(self, refs: list[str], mode: str = "smart", budget: int | None = None) -> Any:
+    def retrieve(self, refs: list[str], mode: str = "smart", budget: int | None = None,
+                 check_git: bool = True) -> Any:
         """Context from sessions (ids, prefixes or paths) fitted into `budget` tokens; a `RetrieveResult`."""
         from jacked.query.retrieve import retrieve
 
         ids = [self.session_id(r) for r in refs]
-        return retrieve(self.catalog, ids, mode=mode, budget=budget or self.settings.default_max_tokens,
-                        margin=self.settings.token_safety_margin)
+        return retrieve(self.catalog, ids, mode=mode,
+                        budget=budget if budget is not None else self.settings.default_max_tokens,
+                        margin=self.settings.token_safety_margin, check_git=check_git, warn=self.warn)
 
-    def restore(self, ref: str, budget: int) -> Any:
+    def recall(self, cwd: str, max_tokens: int = 1500, search: bool = True) -> dict[str, Any]:
+        """A short brief of the past sessions of the repo at `cwd` (`search`: rank them with the index too)."""
+        from jacked.query.retrieve import recall_brief
+
+        return recall_brief(self.fresh(), cwd, self._recall_search() if search else None, max_tokens)
+
+    def _recall_search(self) -> SearchFn | None:
+        """`search(query, repo) -> [session ids]` over the index, or None when there is no index."""
+        from jacked.index.indexer import configured_store, store_exists
+
+        try:
+            if self.settings.backend != "edge" or not store_exists(configured_store(self.settings)):
+                return None
+        except Exception:
+            return None
+
+        def search(query: str, repo: str) -> list[str]:
+            from jacked.query.search import SearchOptions
+
+            found = self.search(query, SearchOptions(repo=repo, limit=5, current_repo=repo))
+            return [r["session_id"] for r in found["results"]]
+
+        return search
+
+    def restore(self, ref: str, budget: int | None = None) -> Any:
         """A brief to pick a session up where it stopped; a `Brief`."""
-        from jacked.query.restore import restore_brief
+        from jacked.query.restore import DEFAULT_MAX_TOKENS, restore_brief
 
-        return restore_brief(self.catalog, self.session_id(ref), budget, margin=self.settings.token_safety_margin)
+        catalog, sid = self.session(ref)
+        return restore_brief(catalog, sid, budget if budget is not None else DEFAULT_MAX_TOKENS,
+                             margin=self.settings.token_safety_margin)
 
     def sessions(self, repo: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Sessions, newest first (the `sessions --json` rows)."""
@@ -112,13 +223,32 @@ class Jacked:
         """A session's turns with invocations and metrics (the `turns --json` object)."""
         from jacked.query.history import turns_json
 
-        return turns_json(self.catalog, self.session_id(ref))
+        catalog, sid = self.session(ref)
+        return turns_json(catalog, sid)
 
-    def timeline(self, query: Any) -> list[dict[str, Any]]:
-        """Events of a session or a repo (`query`: a `TimelineQuery`, its session already resolved)."""
+    def session_view(self, ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(session row, turns object) of one session: what `jacked show` prints."""
+        from jacked.query.history import turns_json
+
+        catalog, sid = self.session(ref)
+        return catalog.get_session_row(sid) or {}, turns_json(catalog, sid)
+
+    def export(self, refs: list[str] | None = None) -> list[dict[str, Any]]:
+        """One object per session (of `refs`, or all): the `sessions` fields plus its turns."""
+        from jacked.query.history import export_rows
+
+        ids = [self.session_id(r) for r in refs] if refs else None
+        return export_rows(self.fresh(), ids)
+
+    def timeline(self, query: Any, session: str | None = None) -> list[dict[str, Any]]:
+        """Events of a session or a repo (`query`: a `TimelineQuery`). `session`: an id, prefix or
+        transcript path to resolve into the query; otherwise its `session_id` is used as it is."""
         from jacked.query.timeline import timeline
 
-        return timeline(self.fresh(), query, self.settings.claude_dir)
+        if session is None:
+            return timeline(self.fresh(), query, self.settings.claude_dir)
+        catalog, sid = self.session(session)
+        return timeline(catalog, dataclasses.replace(query, session_id=sid), self.settings.claude_dir)
 
     def file_history(self, path: str, repo: str | None = None) -> list[dict[str, Any]]:
         """What happened to one file, across sessions."""
@@ -126,10 +256,13 @@ class Jacked:
 
         return file_history(self.fresh(), path, self.settings.claude_dir, repo)
 
-    def stats(self, query: Any) -> dict[str, Any]:
-        """Tool use, errors, files and commands (`query`: a `StatsQuery`)."""
+    def stats(self, query: Any, session: str | None = None) -> dict[str, Any]:
+        """Tool use, errors, files and commands (`query`: a `StatsQuery`; `session`: an id, prefix or
+        path to resolve into it)."""
         from jacked.query.stats import compute_stats
 
+        if session is not None:
+            query = dataclasses.replace(query, session_id=self.session_id(session))
         return compute_stats(self.fresh(), query)
 
     def summaries(self, ref: str) -> tuple[str, dict[int, dict[str, Any]], dict[str, Any] | None]:
@@ -140,3 +273,10 @@ class Jacked:
         ensure_summaries(self.catalog, sid)
         by_turn, session = summaries_for(self.catalog, sid)
         return sid, by_turn, session
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jacked.catalog import archive_queries, scan_state
 from jacked.ingest.reading import ScanReport, SessionReader
 from jacked.util.fs import atomic_output
 
@@ -52,14 +53,6 @@ try:  # ISA-L's deflate: the same gzip format, five times faster than zlib's at 
 except ImportError:  # no wheel for this platform
     _deflate = zlib  # type: ignore[assignment]
 LOCK_TIMEOUT_S = 60.0
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    source TEXT PRIMARY KEY, claude_dir TEXT, rel TEXT, kind TEXT, session_id TEXT, size INTEGER,
-    mtime_ns INTEGER, head_hash TEXT, tail_hash TEXT, gz_size INTEGER, members INTEGER, archived_at REAL
-);
-CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id);
-"""
 
 
 def for_catalog(catalog: Catalog, claude_dir: Path) -> Archive | None:
@@ -151,11 +144,7 @@ class Archive:
             _mkdir_private(self.root)
             path = self.root / "manifest.db"
             fresh = not path.exists()
-            self._db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
-            self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(SCHEMA)
+            self._db = archive_queries.open_manifest(path)
             if fresh:
                 for p in self.root.glob("manifest.db*"):
                     os.chmod(p, 0o600)
@@ -167,11 +156,11 @@ class Archive:
             self._db = None
 
     def _entry(self, source: str) -> Entry | None:
-        row = self.db.execute("SELECT * FROM entries WHERE source = ?", (source,)).fetchone()
-        return Entry(**dict(row)) if row else None
+        row = archive_queries.entry(self.db, source)
+        return Entry(**row) if row else None
 
     def entries(self) -> list[Entry]:
-        return [Entry(**dict(r)) for r in self.db.execute("SELECT * FROM entries ORDER BY rel")]
+        return [Entry(**r) for r in archive_queries.entries(self.db)]
 
     def rel_of(self, path: Path) -> str:
         """Where a file is kept: its path under the Claude dir, else under `external/`."""
@@ -202,14 +191,9 @@ class Archive:
         lock = FileLock(str(self.root / ".lock"), timeout=LOCK_TIMEOUT_S, mode=0o600)
         with lock:
             self._held = 1
-            self.db.execute("BEGIN IMMEDIATE")
             try:
-                yield
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            else:
-                self.db.execute("COMMIT")
+                with archive_queries.manifest_transaction(self.db):
+                    yield
             finally:
                 self._held = 0
 
@@ -265,10 +249,9 @@ class Archive:
                     members = 1
                 os.chmod(gz, 0o600)
                 head, tail = _probe(src, size)
-            self.db.execute(
-                "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (source, str(self.claude_dir), rel, kind, session_id, size, st.st_mtime_ns, head, tail, gz_size,
-                 members, time.time()))
+            archive_queries.put_entry(
+                self.db, (source, str(self.claude_dir), rel, kind, session_id, size, st.st_mtime_ns, head, tail,
+                          gz_size, members, time.time()))
             self._seen[source] = (size, st.st_mtime_ns)
         return True
 
@@ -276,15 +259,18 @@ class Archive:
         """Archived (size, mtime) per original, leaving out copies whose compressed size is not
         what the manifest says (cut short by a crash): those are rewritten on the next capture."""
         seen = {}
-        for r in self.db.execute("SELECT source, size, mtime_ns, rel, gz_size FROM entries"):
+        short = []
+        for source, size, mtime_ns, rel, gz_size in archive_queries.archived_sizes(self.db):
             try:
-                ok = self.gz_path(r[3]).stat().st_size == r[4]
+                ok = self.gz_path(rel).stat().st_size == gz_size
             except OSError:
                 ok = False
             if ok:
-                seen[r[0]] = (r[1], r[2])
+                seen[source] = (size, mtime_ns)
             else:
-                self.db.execute("UPDATE entries SET mtime_ns = -1, size = -1 WHERE source = ?", (r[0],))
+                short.append(source)
+        if short:
+            archive_queries.forget_sizes(self.db, short)
         return seen
 
     def _changed(self, paths: list[Path], stats: dict[Path, os.stat_result] | None = None) -> bool:
@@ -367,9 +353,8 @@ class Archive:
             return []
 
     def _restore_missing(self, scanner: SessionReader, report: ScanReport, discovered: set[str]) -> list[str]:
-        rows = self.db.execute("SELECT * FROM entries WHERE claude_dir = ? AND kind = 'main'",
-                               (str(self.claude_dir),)).fetchall()
-        gone = [Entry(**dict(r)) for r in rows if r["source"] not in discovered and not os.path.exists(r["source"])]
+        rows = archive_queries.main_entries(self.db, str(self.claude_dir))
+        gone = [Entry(**r) for r in rows if r["source"] not in discovered and not os.path.exists(r["source"])]
         if not gone:
             return []
         seen = set(report.session_ids)
@@ -388,9 +373,7 @@ class Archive:
             else:
                 todo.append(e)
         if only_here:  # its transcript is gone: from now on only the archive has it
-            with scanner.catalog.transaction():
-                scanner.catalog.db.executemany("UPDATE sessions SET source = 'archive' WHERE session_id = ?",
-                                               [(sid,) for sid in only_here])
+            scan_state.set_source(scanner.catalog, only_here, "archive")
         if not todo:
             return []
         with tempfile.TemporaryDirectory(prefix="jacked-restore-") as tmp:
@@ -441,9 +424,7 @@ class Archive:
             return dest
 
         group = SessionFiles(session_id=sid, project_dir=project, main=local(main))
-        rows = self.db.execute("SELECT * FROM entries WHERE session_id = ? AND kind IN "
-                               "('subagent', 'meta', 'journal', 'tool_result') ORDER BY rel", (sid,)).fetchall()
-        subs = [Entry(**dict(r)) for r in rows]
+        subs = [Entry(**r) for r in archive_queries.session_file_entries(self.db, sid)]
         metas = {e.source: e for e in subs if e.kind in ("meta", "journal")}
         for e in subs:
             if e.kind == "tool_result":  # beside the restored transcript, where its references lead

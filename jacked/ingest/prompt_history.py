@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jacked.catalog import FileState, dump_state, load_state
+from jacked.catalog import FileState, archive_queries, dump_state, load_state, scan_state
 from jacked.sources.redact import redact_many
 from jacked.sources.textclean import strip_ansi
 from jacked.util.time import parse_ts
@@ -94,7 +94,7 @@ def recover_from_history(scanner: SessionReader, report: ScanReport) -> HistoryR
     except Exception as e:  # noqa: BLE001 - history is a bonus: it must never break a scan
         report.errors.append(f"{scanner.claude_dir / HISTORY_FILE}: {type(e).__name__}: {e}")
     try:
-        ids = [r[0] for r in scanner.catalog.db.execute("SELECT session_id FROM sessions WHERE source = 'history'")]
+        ids = scan_state.session_ids_with_source(scanner.catalog, "history")
         out.sessions = len(ids)
         seen = set(report.session_ids)
         report.session_ids.extend(sid for sid in ids if sid not in seen)
@@ -175,13 +175,11 @@ def _with_transcript(scanner: SessionReader, report: ScanReport) -> set[str]:
     """Sessions not to build from history: those found on disk in this scan or kept by the
     archive, and those the catalog holds from a transcript (on disk or archived)."""
     skip = set(report.session_ids)
-    skip.update(r[0] for r in scanner.catalog.db.execute(
-        "SELECT session_id FROM sessions WHERE COALESCE(source, 'transcript') != 'history'"))
+    skip.update(scan_state.transcript_session_ids(scanner.catalog))
     archive = getattr(scanner, "archive", None)
     if archive is not None and (archive.root / "manifest.db").exists():
         try:
-            skip.update(r[0] for r in archive.db.execute(
-                "SELECT DISTINCT session_id FROM entries WHERE kind = 'main' AND session_id IS NOT NULL"))
+            skip.update(archive_queries.main_session_ids(archive.db))
         except Exception as e:  # noqa: BLE001 - an unreadable manifest: build from history anyway
             report.errors.append(f"archive manifest: {type(e).__name__}: {e}")
     return skip
@@ -239,8 +237,7 @@ def _session(sid: str, cwd: str | None, prompts: list[tuple[str | None, str]]) -
 def source_counts(catalog: Any) -> dict[str, int]:
     """Listed sessions by where their transcript is: {"transcript", "archive", "history"}."""
     counts = dict.fromkeys(SOURCES, 0)
-    for src, n in catalog.db.execute(
-            "SELECT COALESCE(source, 'transcript'), COUNT(*) FROM sessions WHERE has_main = 1 GROUP BY 1"):
+    for src, n in scan_state.source_counts(catalog):
         counts[src] = counts.get(src, 0) + n
     return counts
 
@@ -249,12 +246,10 @@ def settle_archived(catalog: Any, discovered: Iterable[str]) -> None:
     """Sessions marked `archive` whose transcript is on disk again: `transcript` once more
     (one small query when there are none)."""
     try:
-        archived = {r[0] for r in catalog.db.execute("SELECT session_id FROM sessions WHERE source = 'archive'")}
+        archived = set(scan_state.session_ids_with_source(catalog, "archive"))
         back = sorted(archived.intersection(discovered))
         if back:
-            with catalog.transaction():
-                catalog.db.executemany("UPDATE sessions SET source = 'transcript' WHERE session_id = ?",
-                                       [(sid,) for sid in back])
+            scan_state.set_source(catalog, back, "transcript")
     except Exception:  # noqa: BLE001, S110 - a label, never worth failing a scan over
         pass
 
@@ -262,11 +257,11 @@ def settle_archived(catalog: Any, discovered: Iterable[str]) -> None:
 def history_file_state(catalog: Any, claude_dir: Path) -> dict[str, Any] | None:
     """What the catalog remembers of history.jsonl's reading (for `status`), or None."""
     path = str((Path(claude_dir) / HISTORY_FILE).absolute())
-    row = catalog.db.execute("SELECT size, offset, lines, malformed, state FROM files WHERE path = ? AND kind = ?",
-                             (path, KIND)).fetchone()
+    row = scan_state.file_read_state(catalog, path, KIND)
     if row is None:
         return None
-    saved = load_state(row[4]) or {}
-    return {"path": path, "bytes": row[0], "read_to": row[1], "lines": row[2], "lines_malformed": row[3],
+    saved = load_state(row["state"]) or {}
+    return {"path": path, "bytes": row["size"], "read_to": row["offset"], "lines": row["lines"],
+            "lines_malformed": row["malformed"],
             "lines_without_session": int(saved.get("without_session", 0)) if isinstance(saved, dict) else 0,
             "present": os.path.exists(path)}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jacked.catalog import Catalog, FileState, dump_state, load_state
+from jacked.catalog import Catalog, FileState, dump_state, load_state, scan_state
 from jacked.sources.claude.assemble import assemble, subagent_meta
 from jacked.sources.claude.discover import SessionFiles, discover
 from jacked.sources.model import Session
@@ -294,15 +294,10 @@ class SessionReader:
 
     def _count_unchanged(self, session_ids: list[str], report: ScanReport) -> None:
         """Add the cataloged turns and skipped lines of sessions that were not re-read."""
-        for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
-            part = session_ids[i:i + 500]
-            row = self.catalog.db.execute(
-                "SELECT COALESCE(SUM(turn_count), 0), COALESCE(SUM(lines_skipped), 0), "
-                "COALESCE(SUM(tool_results_missing), 0) FROM sessions "
-                f"WHERE session_id IN ({','.join('?' * len(part))})", part).fetchone()
-            report.turns += row[0]
-            report.lines_skipped += row[1]
-            report.tool_results_missing += row[2]
+        turns, skipped, missing = scan_state.unchanged_totals(self.catalog, session_ids)
+        report.turns += turns
+        report.lines_skipped += skipped
+        report.tool_results_missing += missing
 
     def _read_file(self, path: Path, st: os.stat_result, kind: str, layout: str | None,
                    group: SessionFiles, report: ScanReport) -> tuple[FileBuilder, FileState | None]:

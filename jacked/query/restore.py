@@ -4,7 +4,8 @@ The brief says what the session was for (goal, plan), the state after each turn 
 asked, decisions, changes, artifacts read / edited / created, errors), the constraints the
 user set, the questions left open, and where it stopped. It is made of whole items — a text
 is never cut: when the budget is short, whole items are left out (older turns first, the
-prose of a turn before its facts) and the brief says what was left out.
+prose of a turn before its facts) and the brief says what was left out. The margin rule and
+the fitting are jacked.query.budget's (`capacity`, `fit`, `settle`), shared with retrieve.
 
 Decisions, constraints and open questions are picked out of the (redacted) texts by plain
 rules — sentences with words such as "decided", "instead", "must", "don't", or ending in a
@@ -20,6 +21,7 @@ from typing import Any
 from jacked.catalog import Catalog
 from jacked.errors import JackedError
 from jacked.index.summarize import turn_facts
+from jacked.query.budget import Fitted, capacity, fit, settle
 from jacked.util.tokens import count_tokens
 
 DEFAULT_MAX_TOKENS = 4000
@@ -129,7 +131,7 @@ def restore_brief(catalog: Catalog, session_id: str, max_tokens: int = DEFAULT_M
     """The brief for continuing `session_id` within `max_tokens` (counted with `count`, cl100k).
 
     `margin` keeps room for Claude's tokenizer, which can count more than cl100k: the brief
-    fills at most `max_tokens / (1 + margin)` cl100k tokens.
+    fills at most `budget.capacity(max_tokens, margin)` cl100k tokens.
     """
     if max_tokens < 1:
         raise RestoreError("--max-tokens must be at least 1")
@@ -177,16 +179,19 @@ def restore_brief(catalog: Catalog, session_id: str, max_tokens: int = DEFAULT_M
         items.append(Item("open", f"## Open\n{body}", 2, 6))
 
     # Each turn twice over: its facts (cheap) and its prose (prompt, decisions, result, facts
-    # included). The last turn's prose comes first, then every turn's facts newest first, then
-    # older turns' prose newest first: a long session keeps its whole shape before its detail.
+    # included), which replaces the facts when it goes in. The last turn (facts, then prose) comes
+    # first, then every other turn's facts newest first, then older turns' prose newest first: a
+    # long session keeps its whole shape before its detail.
     # "Last" means the last turn with substance: a closing /clear or /exit says little.
     substantive = [k for k, f in enumerate(facts) if (f["prompt"] and not f["is_slash_command"])
                    or f["assistant_text"] or f["tool_usage"]]
     last_k = substantive[-1] if substantive else n - 1
     for k, f in enumerate(facts):
         age = n - 1 - k
-        items.append(Item(f"turn:{f['index']}", turn_state(f, prose=True, is_last=k == last_k), 10 if k == last_k else 1000 + age, 100 + k))
-        items.append(Item(f"turn:{f['index']}:facts", turn_state(f, prose=False), 20 + age, 100 + k))
+        items.append(Item(f"turn:{f['index']}", turn_state(f, prose=True, is_last=k == last_k),
+                          11 if k == last_k else 1000 + age, 100 + k))
+        items.append(Item(f"turn:{f['index']}:facts", turn_state(f, prose=False), 10 if k == last_k else 20 + age,
+                          100 + k))
     if facts:
         last = facts[last_k]
         stop = [f"## Where it stopped\nLast working turn {last['index']}" + (" was interrupted by the user." if
@@ -201,46 +206,55 @@ def restore_brief(catalog: Catalog, session_id: str, max_tokens: int = DEFAULT_M
         if later:
             stop.append(f"Then: {'; '.join(later)}")
         items.append(Item("stopped", "\n".join(stop), 1, 10_000))
-    brief = _fit(session_id, items, int(max_tokens / (1 + margin)), count)
-    brief.budget = max_tokens
-    return brief
+    return _fit(session_id, items, max_tokens, capacity(max_tokens, margin), count)
 
 
-def _fit(session_id: str, items: list[Item], budget: int, count: Callable[[str], int]) -> Brief:
-    """Whole items by priority until the budget is spent; a turn's prose replaces its facts."""
-    brief = Brief(session_id, budget)
+def _fit(session_id: str, items: list[Item], max_tokens: int, cap: int, count: Callable[[str], int]) -> Brief:
+    """Whole items by priority within `cap` (budget.fit); the header must fit. A turn's facts are a
+    part its prose shares: the prose, taken after them, costs only what it adds, and replaces them."""
     sep = count("\n\n")
-    chosen: dict[str, Item] = {}
-    used = 0
-    for it in sorted(items, key=lambda i: (i.priority, i.order)):
+    for it in items:
         it.tokens = count(it.text)
-        facts = chosen.get(it.key + ":facts")
-        cost = it.tokens - facts.tokens if facts else it.tokens + (sep if chosen else 0)
-        if it.key.endswith(":facts") and it.key.removesuffix(":facts") in chosen:
-            continue  # the prose of this turn is in already, and holds its facts
-        if used + cost > budget:
-            if it.key == "header":
-                raise RestoreError(f"--max-tokens {budget} is too small for even the brief's header "
-                                   f"({it.tokens} tokens)")
-            brief.omitted.append({"key": it.key, "tokens": it.tokens})
-            continue
-        if facts:
-            del chosen[facts.key]
-        chosen[it.key] = it
-        used += cost
-    brief.items = list(chosen.values())
-    if brief.omitted:
-        note = Item("omitted", "(Left out for the budget: " + ", ".join(o["key"] for o in brief.omitted) + ".)",
-                    0, 20_000)
-        note.tokens = count(note.text)
-        if used + note.tokens + sep <= budget:
-            brief.items.append(note)
-    brief.used = count(brief.text)
-    # Tokens can merge across the joins: should the whole come out over, drop the least wanted.
-    while brief.used > budget and len(brief.items) > 1:
-        worst = max((i for i in brief.items if i.key != "header"), key=lambda i: (i.priority, -i.order))
-        brief.items.remove(worst)
-        if worst.key != "omitted":
-            brief.omitted.append({"key": worst.key, "tokens": worst.tokens})
-        brief.used = count(brief.text)
-    return brief
+    facts = {it.key: it for it in items if it.key.endswith(":facts")}
+
+    def facts_of(it: Item) -> Item | None:  # a turn's facts, for its facts item and for its prose
+        return facts.get(it.key if it.key in facts else it.key + ":facts")
+
+    def parts(it: Item) -> list[tuple[str, int]]:
+        f = facts_of(it)
+        return [(f.key, f.tokens + sep)] if f else []
+
+    def cost(it: Item) -> int:  # its own part: the facts' tokens are the shared part's
+        f = facts_of(it)
+        return it.tokens - f.tokens if f else it.tokens + sep
+
+    # n items have n - 1 joins: the first (the header) pays none
+    fitted = fit(sorted(items, key=lambda i: (i.priority, i.order)), cap, cost, parts=parts,
+                 must=lambda it: it.key == "header", used=-sep)
+    if fitted.over:
+        raise RestoreError(f"--max-tokens {max_tokens} is too small for even the brief's header "
+                           f"({fitted.kept[0].tokens} tokens)")
+
+    def brief(f: Fitted[Item], note: bool = True) -> Brief:
+        kept = {it.key for it in f.kept}
+
+        def in_prose(it: Item) -> bool:  # a turn's facts, whose prose (holding them) is in
+            return it.key in facts and it.key.removesuffix(":facts") in kept
+
+        shown = [it for it in f.kept if not in_prose(it)]
+        left = [it for it in f.left_out if not in_prose(it)]
+        b = Brief(session_id, max_tokens, items=shown, omitted=[{"key": it.key, "tokens": it.tokens} for it in left])
+        if left and note:
+            b.items.append(Item("omitted", "(Left out for the budget: " + ", ".join(it.key for it in left) + ".)",
+                                0, 20_000))
+            b.items[-1].tokens = count(b.items[-1].text)
+        b.used = count(b.text)
+        return b
+
+    def fitting(f: Fitted[Item]) -> Brief:  # with the note saying what was left out, when it fits
+        b = brief(f)
+        return b if b.used <= cap else brief(f, note=False)
+
+    # Tokens can merge across the joins: should the whole come out over, give back the least wanted.
+    settle(fitted, lambda f: fitting(f).used)
+    return fitting(fitted)

@@ -18,7 +18,9 @@ smallest first: that keeps labels ahead of further messages in practice (labels 
 words), and means neither kind is ever kept while a smaller one of the other is left out.
 
 `used` is the exact cl100k count of the whole rendered block — headers, notices and hints
-included — and is kept within the budget less the safety margin for Claude's tokenizer.
+included — and is kept within the budget less the safety margin for Claude's tokenizer. The
+margin rule and the fitting are jacked.query.budget's (`capacity`, `fit`, `settle`), shared
+with restore, recall and MCP paging; the rules above are its `parts`, `rank` and `size`.
 """
 from __future__ import annotations
 
@@ -35,9 +37,11 @@ import orjson
 from jacked.catalog import Catalog, retrieve_queries
 from jacked.errors import JackedError
 from jacked.index.extract import MIN_SUBAGENT_SUMMARY
+from jacked.query.budget import Fitted, fit, settle
+from jacked.query.budget import capacity as capacity_for
 from jacked.query.staleness import Staleness, assess, touched_files
 from jacked.util.time import now_utc, relative_age
-from jacked.util.tokens import count_tokens, with_margin
+from jacked.util.tokens import count_tokens
 
 __all__ = ["MODES", "RetrieveError", "Item", "RetrieveResult", "build_items", "retrieve", "capacity_for"]
 
@@ -117,16 +121,6 @@ class RetrieveResult:
 
 
 _SESSION_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-
-def capacity_for(budget: int, margin: float) -> int:
-    """The most cl100k tokens that, with the safety margin added, stay within `budget`."""
-    cap = int(budget / (1 + margin))
-    while cap > 0 and with_margin(cap, margin) > budget:
-        cap -= 1
-    while with_margin(cap + 1, margin) <= budget:
-        cap += 1
-    return cap
 
 
 # --------------------------------------------------------------------------- items
@@ -348,40 +342,29 @@ def _render(mode: str, budget: int, margin: float, sessions: list[SessionCtx], c
 
 
 # --------------------------------------------------------------------------- fitting
-def _fit(sessions: list[SessionCtx], capacity: int, reserve: int, now: datetime,
-         budget_digits_tokens: Callable[[SessionCtx], int]) -> tuple[dict[str, list[Item]], list[Item], list[Item]]:
-    """Greedy fit: (chosen items per session, omitted items, the order items were chosen in)."""
+SEP = 1  # "\n\n" between parts: one token, paid per part
+
+
+def _fit(sessions: list[SessionCtx], capacity: int, reserve: int,
+         session_cost: Callable[[SessionCtx], int]) -> Fitted[Item]:
+    """Greedy fit of every session's units by priority (budget.fit): a unit costs its block, and
+    the first unit of a session or of a group also pays the session's header or group's heading."""
     pos = {s.session_id: s.position for s in sessions}
-    all_items = sorted((it for s in sessions for it in s.items), key=lambda it: _sort_key(it, pos[it.session_id]))
-    by_sid = {s.session_id: s for s in sessions}
-    used = reserve
-    opened: set[tuple[str, ...]] = set()
-    chosen: dict[str, list[Item]] = {}
-    picked: list[Item] = []
-    omitted: list[Item] = []
-    min_omitted: dict[int, int] = {}
-    sep = 1  # "\n\n" between parts: one token, paid per part
-    for it in all_items:
-        extra = 0
-        keys: list[tuple[str, ...]] = []
-        if ("s", it.session_id) not in opened:
-            keys.append(("s", it.session_id))
-            extra += budget_digits_tokens(by_sid[it.session_id]) + sep
-        if ("g", it.session_id, it.group) not in opened:
-            keys.append(("g", it.session_id, it.group))
-            extra += count_tokens(_group_heading(it.group, by_sid[it.session_id].row, "")) + sep
-        cost = it.cost + sep + extra
-        blocked = any(t < it.tier and n <= it.tokens for t, n in min_omitted.items()) or (
-            it.tier in MIXED_TIERS and min_omitted.get(it.tier, 1 << 62) <= it.tokens)
-        if not blocked and used + cost <= capacity:
-            used += cost
-            opened.update(keys)
-            chosen.setdefault(it.session_id, []).append(it)
-            picked.append(it)
-        else:
-            omitted.append(it)
-            min_omitted[it.tier] = min(min_omitted.get(it.tier, 1 << 62), it.tokens)
-    return chosen, omitted, picked
+    head = {s.session_id: session_cost(s) + SEP for s in sessions if s.items}
+    heading: dict[str, int] = {}
+
+    def parts(it: Item) -> tuple[tuple[tuple[str, ...], int], ...]:
+        if it.group not in heading:
+            heading[it.group] = count_tokens(_group_heading(it.group, {}, "")) + SEP
+        return ((("s", it.session_id), head[it.session_id]), (("g", it.session_id, it.group), heading[it.group]))
+
+    def rank(it: Item) -> tuple[Any, ...]:
+        # a mixed tier's units outrank each other in their (smallest first) order: they block both ways
+        return _sort_key(it, pos[it.session_id]) if it.tier in MIXED_TIERS else (it.tier,)
+
+    units = sorted((it for s in sessions for it in s.items), key=lambda it: _sort_key(it, pos[it.session_id]))
+    return fit(units, capacity, lambda it: it.cost + SEP, parts=parts, rank=rank, size=lambda it: it.tokens,
+               used=reserve)
 
 
 def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budget: int = 8000,
@@ -418,35 +401,32 @@ def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budg
     def session_cost(s: SessionCtx) -> int:
         return count_tokens(_session_header(s, len(sessions), budget, now))
 
-    # A session with no candidate unit for this mode keeps its header (which says so) when it fits.
-    empty_dropped: list[str] = []
-    for s in sessions:
-        if not s.items:
-            c = session_cost(s) + count_tokens(f"(nothing of mode {mode} in this session)") + 2
-            if reserve + c <= capacity:
-                reserve += c
-            else:
-                empty_dropped.append(s.session_id)
-    chosen, omitted, picked = _fit(sessions, capacity, reserve, now, session_cost)
-    while True:
+    # A session with no candidate unit for this mode keeps its header (which says so) when it fits;
+    # these come first, and are given back last (from the end) when the whole comes out over.
+    nothing = count_tokens(f"(nothing of mode {mode} in this session)") + SEP
+    empties = fit([s for s in sessions if not s.items], capacity, lambda s: session_cost(s) + SEP + nothing,
+                  used=reserve)
+    units = _fit(sessions, capacity, empties.used, session_cost)
+    rendered: list[Any] = []  # the last render: chosen, dropped, text, used, per-session tokens
+
+    def measure(_: Fitted[Any]) -> int:
+        chosen: dict[str, list[Item]] = {}
+        for it in units.kept:
+            chosen.setdefault(it.session_id, []).append(it)
+        left = {s.session_id for s in empties.left_out}
         dropped = [s.session_id for s in sessions
-                   if (s.items and not chosen.get(s.session_id)) or s.session_id in empty_dropped]
-        text, used, sess_tokens = _settle(mode, budget, margin, sessions, chosen, omitted, dropped, now)
-        if used <= capacity or not picked:
-            break
-        # The estimate was short (tokens merge differently across joins): give back the last pick.
-        last = picked.pop()
-        chosen[last.session_id].remove(last)
-        omitted.append(last)
-    if used > capacity:
-        # Only headers of sessions without units are left: drop them from the end until it fits.
-        for s in reversed(sessions):
-            if used <= capacity:
-                break
-            if s.session_id not in dropped:
-                empty_dropped.append(s.session_id)
-                dropped.append(s.session_id)
-                text, used, sess_tokens = _settle(mode, budget, margin, sessions, chosen, omitted, dropped, now)
+                   if (s.items and not chosen.get(s.session_id)) or s.session_id in left]
+        text, used, sess_tokens = _render_counted(mode, budget, margin, sessions, chosen, units.left_out,
+                                                  dropped, now)
+        rendered[:] = [chosen, dropped, text, used, sess_tokens]
+        return used
+
+    # The estimate can be short (tokens merge differently across joins): give back the last units
+    # taken, then the headers of sessions without units, until the exact count fits.
+    if settle(units, measure) > capacity:
+        settle(empties, measure)
+    chosen, dropped, text, used, sess_tokens = rendered
+    omitted = units.left_out
     if warn:
         for d in dropped:
             warn(f"jacked: session {d[:8]} left out: none of its units fit in {budget} tokens")
@@ -473,8 +453,9 @@ def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budg
                   "turn_index": it.turn_index} for it in omitted_sorted])
 
 
-def _settle(mode: str, budget: int, margin: float, sessions: list[SessionCtx], chosen: dict[str, list[Item]],
-            omitted: list[Item], dropped: list[str], now: datetime) -> tuple[str, int, dict[str, int]]:
+def _render_counted(mode: str, budget: int, margin: float, sessions: list[SessionCtx],
+                    chosen: dict[str, list[Item]], omitted: list[Item], dropped: list[str],
+                    now: datetime) -> tuple[str, int, dict[str, int]]:
     """Render until the numbers printed in the headers equal the counts of what is printed."""
     used = 0
     sess_tokens: dict[str, int] = {}
@@ -510,10 +491,13 @@ def _repo_sessions(catalog: Catalog, cwd: str) -> list[dict[str, Any]]:
 
 
 def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[str]] | None = None,
-                 max_tokens: int = RECALL_MAX_TOKENS, now: datetime | None = None) -> dict[str, Any]:
-    """A short brief (<= `max_tokens`, counted with jacked.util.tokens) of the past sessions most
-    relevant to the repo at `cwd`: its most recent sessions, plus — when `search(query, repo)`
-    is given (an index exists) — the ones search finds for what was worked on lately.
+                 max_tokens: int = RECALL_MAX_TOKENS, now: datetime | None = None,
+                 margin: float = 0.0) -> dict[str, Any]:
+    """A short brief (<= `max_tokens`, counted with jacked.util.tokens, less the safety `margin`) of
+    the past sessions most relevant to the repo at `cwd`: its most recent sessions, plus — when
+    `search(query, repo)` is given (an index exists) — the ones search finds for what was worked
+    on lately. Whole entries, newest first; one that does not fit is left out and a smaller
+    later one may still go in (budget.fit).
 
     Returns `{"repo", "sessions": [ids], "text", "tokens"}`; `text` is "" when there is nothing.
     """
@@ -536,9 +520,7 @@ def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[s
         return {"repo": repo, "sessions": [], "text": "", "tokens": 0}
     head = (f"jacked memory: {len(rows)} past Claude Code sessions in {repo}. Most relevant, newest first "
             f"(load one with `jacked retrieve <id> --mode smart`, or use the jacked skill):")
-    lines = [head]
-    used = count_tokens(head)
-    kept: list[str] = []
+    entries: list[tuple[str, str]] = []
     for sid, r in ordered.items():
         ended = r.get("ended_at") or r.get("started_at")
         title = _one_line(r.get("title") or r.get("first_prompt"), 120) or "(untitled)"
@@ -550,12 +532,14 @@ def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[s
             first = next((ln.strip("# ").strip() for ln in r["plan"].splitlines() if ln.strip()), "")
             if first:
                 entry.append(f"  plan: {_one_line(first, 120)}")
-        block = "\n".join(entry)
-        cost = count_tokens(block) + 1
-        if used + cost > max_tokens:
-            continue  # a smaller later entry may still fit
-        lines.append(block)
-        used += cost
-        kept.append(sid)
-    text = "\n".join(lines)
-    return {"repo": repo, "sessions": kept, "text": text, "tokens": count_tokens(text)}
+        entries.append((sid, "\n".join(entry)))
+
+    def render(f: Fitted[tuple[str, str]]) -> str:
+        return "\n".join([head, *(block for _, block in f.kept)])
+
+    fitted = fit(entries, capacity_for(max_tokens, margin), lambda e: count_tokens(e[1]) + 1,
+                 used=count_tokens(head))
+    if settle(fitted, lambda f: count_tokens(render(f))) > fitted.capacity:
+        return {"repo": repo, "sessions": [], "text": "", "tokens": 0}  # not even the heading fits
+    text = render(fitted)
+    return {"repo": repo, "sessions": [sid for sid, _ in fitted.kept], "text": text, "tokens": count_tokens(text)}

@@ -48,12 +48,6 @@ def iso_since(since: str | None, now: datetime | None = None) -> str | None:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
-def session_filter(q: StatsQuery, alias: str = "") -> tuple[str, list[Any]]:
-    """SQL (and args) restricting rows to the selected sessions, for a table with `session_id`."""
-    # Still imported by the UI's per-day chart (jacked.surfaces.ui.api.over_time).
-    return stats_queries.session_filter(q.repo, q.session_id, alias)
-
-
 def _top(counter: Counter[Any], n: int) -> list[tuple[Any, int]]:
     # Ties are broken by key so the output is stable from run to run.
     return sorted(counter.items(), key=lambda kv: (-kv[1], str(kv[0])))[:n]

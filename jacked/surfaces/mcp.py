@@ -23,6 +23,7 @@ import orjson
 from jacked.catalog import Catalog
 from jacked.config import Settings
 from jacked.errors import JackedError
+from jacked.query.budget import Fitted, fit, settle
 from jacked.query.search import SearchOptions
 from jacked.service import Jacked
 from jacked.util.tokens import count_tokens
@@ -71,34 +72,55 @@ def bounded(obj: dict[str, Any], max_tokens: int = MAX_RESULT_TOKENS) -> str:
 
 def page(items: list[Any], offset: int, limit: int, max_tokens: int = MAX_RESULT_TOKENS,
          extra: dict[str, Any] | None = None) -> str:
-    """One page of `items` as JSON: {items, total, offset, next_offset, ...extra}, within the bound."""
+    """One page of `items` as JSON: {items, total, offset, next_offset, ...extra}, within the bound.
+
+    The page is the longest run from `offset` (at most `limit` items) that fits (budget.fit,
+    contiguous: the rest is on the next page); its first item always goes in, its long texts
+    clipped harder (`bounded`) if it alone is over."""
     offset = max(0, offset)
     limit = max(1, min(limit, 200))
     chunk = [clip(x) for x in items[offset:offset + limit]]
-    while True:
-        nxt = offset + len(chunk)
-        body = {**(extra or {}), "items": chunk, "total": len(items), "offset": offset,
+
+    def body(kept: list[Any]) -> dict[str, Any]:
+        nxt = offset + len(kept)
+        return {**(extra or {}), "items": kept, "total": len(items), "offset": offset,
                 "next_offset": nxt if nxt < len(items) else None}
-        text = dumps(body)
-        if len(chunk) <= 1 or count_tokens(text) <= max_tokens:
-            break
-        chunk = chunk[:max(1, len(chunk) * 2 // 3)]  # fewer items per page; the rest is on the next
-    if count_tokens(text) > max_tokens:  # one huge item: clip its texts harder
-        return bounded(body, max_tokens)
+
+    # The frame at its widest (next_offset a number, not null); each item adds its JSON and a comma.
+    frame = count_tokens(dumps({**body([]), "next_offset": len(items)}))
+    kept, over = _fit_json(chunk, max_tokens, frame, body, first_must=True)
+    text = dumps(body(kept))
+    if over:  # one huge item: clip its texts harder
+        return bounded(body(kept), max_tokens)
     return text
 
 
 def retrieve_answer(result: Any, max_tokens: int = MAX_RESULT_TOKENS) -> str:
-    """A retrieve result as JSON with its whole context; the list of omitted units is shortened
-    (`omitted_total` keeps their number) if the answer would not fit `max_tokens` otherwise."""
-    omitted = list(result.omitted)
-    while True:
-        text = dumps({"mode": result.mode, "budget": result.budget, "used": result.used,
-                      "dropped_sessions": result.dropped_sessions, "omitted": omitted,
-                      "omitted_total": len(result.omitted), "context": result.text})
-        if not omitted or count_tokens(text) <= max_tokens:
-            return text
-        omitted = omitted[:len(omitted) * 2 // 3]
+    """A retrieve result as JSON with its whole context; the list of omitted units is shortened to
+    the longest run from its start that fits (`omitted_total` keeps their number)."""
+
+    def answer(omitted: list[Any]) -> dict[str, Any]:
+        return {"mode": result.mode, "budget": result.budget, "used": result.used,
+                "dropped_sessions": result.dropped_sessions, "omitted": omitted,
+                "omitted_total": len(result.omitted), "context": result.text}
+
+    kept, _ = _fit_json(list(result.omitted), max_tokens, count_tokens(dumps(answer([]))), answer)
+    return dumps(answer(kept))
+
+
+def _fit_json(items: list[Any], max_tokens: int, frame: int, whole: Callable[[list[Any]], Any],
+              first_must: bool = False) -> tuple[list[Any], bool]:
+    """The longest run of `items` from the start whose JSON, in `whole(kept)`, fits `max_tokens`
+    (budget.fit on each item's count plus a comma after the `frame`, settled on the exact count),
+    and whether it is still over (only when the first item, with `first_must`, is too big alone)."""
+    fitted = fit(range(len(items)), max_tokens, lambda i: count_tokens(dumps(items[i])) + 1, contiguous=True,
+                 used=frame, must=(lambda i: i == 0) if first_must else None)
+
+    def exact(f: Fitted[int]) -> int:
+        return count_tokens(dumps(whole([items[i] for i in f.kept])))
+
+    over = settle(fitted, exact) > max_tokens
+    return [items[i] for i in fitted.kept], over
 
 
 class JackedService:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from jacked.surfaces.cli.common import print_json, settings, warn
+from jacked.surfaces.cli.common import print_json, service
 
 
 def archive_cmd(
@@ -11,18 +11,7 @@ def archive_cmd(
     gone_only: bool = typer.Option(False, "--gone", help="Only files whose original Claude Code has deleted."),
 ) -> None:
     """List the compressed copies of transcripts, subagent files and plans (after bringing them up to date)."""
-    from jacked.ingest.archive import archive_listing
-    from jacked.catalog import Catalog
-    from jacked.ingest.scan import Scanner
-
-    s = settings()
-    if s.projects_dir.is_dir():  # a scan archives whatever is new first
-        scanner = Scanner(Catalog(s.catalog_path), s.claude_dir, s.user_name)
-        scanner.scan()
-        if scanner.archive is not None:
-            for e in scanner.archive.errors[:5]:
-                warn(f"jacked: archive: {e}")
-    data = archive_listing(s.home, s.claude_dir)
+    data = service().archive()  # a scan archives whatever is new first
     if gone_only:
         data["files"] = [f for f in data["files"] if not f["original_present"]]
     if json_out:

@@ -7,13 +7,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import typer
 
 from jacked.errors import JackedError
 from jacked.config import Settings, load_settings
+
+if TYPE_CHECKING:  # the service is imported by the commands that run, not at start-up
+    from jacked.service import Jacked
 
 
 class CliError(JackedError):
@@ -47,10 +50,18 @@ def warn(message: str) -> None:
     typer.echo(message, err=True)
 
 
-def open_catalog(s: Settings):  # type: ignore[no-untyped-def]
-    from jacked.catalog import Catalog
+def service(scan: bool = True) -> Jacked:
+    """The `Jacked` service for this command (warnings on stderr); `scan=False` answers from the
+    catalog as it is."""
+    from jacked.service import Jacked
 
-    return Catalog(s.catalog_path)
+    return Jacked(settings(), scan=scan, warn=warn)
+
+
+def require_projects(s: Settings) -> None:
+    """Stop with one line when the Claude directory has no projects folder."""
+    if not s.projects_dir.is_dir():
+        raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
 
 
 @contextmanager

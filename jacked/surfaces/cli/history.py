@@ -1,62 +1,19 @@
 """`jacked scan | sessions | turns | export | show`: argument parsing and output formatting only."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from jacked.query import history
-from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, progress_bar, settings, warn
-from jacked.config import Settings
-
-
-def _catalog_and_scan(s: Settings, scan: bool = True, quiet: bool = True):  # type: ignore[no-untyped-def]
-    """The catalog, brought up to date first (cheap when nothing changed)."""
-    from jacked.catalog import Catalog
-    from jacked.ingest.scan import scan as run_scan
-
-    catalog = Catalog(s.catalog_path)
-    if scan:
-        if not s.projects_dir.is_dir() and not (s.claude_dir / "history.jsonl").is_file():
-            if not quiet:
-                warn(f"jacked: no projects folder in {s.claude_dir} (set --claude-dir or CLAUDE_CONFIG_DIR)")
-        else:
-            report = run_scan(catalog, s.claude_dir)
-            for err in report.errors[:5]:
-                warn(f"jacked: skipped {err}")
-    return catalog
-
-
-def _session_catalog(ref: str, s: Settings, scan: bool):  # type: ignore[no-untyped-def]
-    """(catalog, session id) for a session id, a unique prefix or a transcript path."""
-    path = Path(ref).expanduser()
-    if path.suffix == ".jsonl" and path.is_file():
-        try:
-            inside = path.resolve().is_relative_to(s.projects_dir.resolve())
-        except OSError:
-            inside = False
-        if not inside:
-            plans = path.resolve().parents[2] / "plans" if len(path.resolve().parents) > 2 else None
-            catalog, sid, report = history.catalog_for_path(path, plans)
-            if report.lines_skipped:
-                warn(f"jacked: skipped {report.lines_skipped} unreadable line(s) of {path}")
-            return catalog, sid
-    catalog = _catalog_and_scan(s, scan)
-    return catalog, history.resolve_session(catalog, ref, s.claude_dir)
+from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, progress_bar, require_projects, service, warn
 
 
 def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan report as JSON.")) -> None:
     """Read every session of the Claude directory into the catalog (incremental)."""
-    from jacked.catalog import Catalog
-    from jacked.ingest.scan import scan as run_scan
-
-    s = settings()
-    if not s.projects_dir.is_dir():
-        raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
-    catalog = Catalog(s.catalog_path)
+    jk = service()
+    require_projects(jk.settings)
     with progress_bar(True) as bar:  # on stderr, and only on a terminal
-        report = run_scan(catalog, s.claude_dir, progress=(lambda d, n: bar("scan", d, n)) if bar else None)
+        report = jk.scan(progress=(lambda d, n: bar("scan", d, n)) if bar else None)
     if json_out:
         print_json(report.to_json())
         return
@@ -81,8 +38,7 @@ def sessions_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List sessions, newest first."""
-    s = settings()
-    rows = history.list_sessions(_catalog_and_scan(s), repo, limit)
+    rows = service().sessions(repo, limit)
     if json_out:
         print_json(rows)
         return
@@ -109,9 +65,7 @@ def turns_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every turn of a session: prompt, tool calls, metrics."""
-    s = settings()
-    catalog, sid = _session_catalog(session, s, scan=True)
-    data = history.turns_json(catalog, sid)
+    data = service().turns(session)
     if json_out:
         print_json(data)
         return
@@ -124,10 +78,7 @@ def export_cmd(
     sessions: Optional[list[str]] = typer.Argument(None, help="Session ids or prefixes (default: all)."),
 ) -> None:
     """Export sessions with their turns as JSON Lines (one line per session)."""
-    s = settings()
-    catalog = _catalog_and_scan(s)
-    ids = [history.resolve_session(catalog, ref, s.claude_dir) for ref in sessions] if sessions else None
-    for row in history.export_rows(catalog, ids):
+    for row in service().export(sessions or None):
         print_jsonl(row)
 
 
@@ -138,13 +89,10 @@ def show_cmd(
     """A readable view of a session: prompts, tool calls by sequence, parallel batches, errors."""
     from rich.console import Console
 
-    s = settings()
-    catalog, sid = _session_catalog(session, s, scan=True)
-    data = history.turns_json(catalog, sid)
-    row = catalog.get_session_row(sid) or {}
+    row, data = service().session_view(session)
     turns = [t for t in data["turns"] if turn is None or t["index"] == turn]
     if turn is not None and not turns:
-        raise CliError(f"session {sid[:8]} has no turn {turn} (it has {len(data['turns'])} turns)")
+        raise CliError(f"session {data['session_id'][:8]} has no turn {turn} (it has {len(data['turns'])} turns)")
     console = Console(highlight=False, soft_wrap=False)
     console.print(render_header(row, data))
     subs = {a["tool_use_id"]: a for a in data["subagents"] if a["tool_use_id"]}

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, print_json, progress_bar, settings, warn
+from jacked.surfaces.cli.common import CliError, print_json, progress_bar, require_projects, service, settings, warn
 
 
 def backfill_cmd(
@@ -15,13 +15,10 @@ def backfill_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Index every session of the Claude directory (incremental; only changed units are embedded)."""
-    from jacked.index.indexer import Indexer
-
-    s = settings()
-    if not s.projects_dir.is_dir():
-        raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
+    jk = service()
+    require_projects(jk.settings)
     with progress_bar(not json_out) as bar:
-        report = Indexer(s).backfill(rebuild=rebuild, repo=repo, progress=bar)  # type: ignore[arg-type]
+        report = jk.backfill(rebuild=rebuild, repo=repo, progress=bar)  # type: ignore[arg-type]
     if json_out:
         print_json(report.to_json())
         return
@@ -53,22 +50,18 @@ def index_cmd(
 
 def cleardb_cmd(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
     """Delete your points and index state (other users' points stay); the next backfill re-indexes."""
-    from jacked.index.indexer import Indexer
-
-    s = settings()
+    jk = service()
+    user = jk.settings.user_name
     if not yes:
         if not sys.stdin.isatty():
             raise CliError("cleardb deletes your indexed points: add --yes to confirm")
-        typer.confirm(f"Delete every point of user {s.user_name!r}?", abort=True)
-    deleted = Indexer(s).cleardb()
-    typer.echo(f"deleted {deleted} points of {s.user_name}")
+        typer.confirm(f"Delete every point of user {user!r}?", abort=True)
+    typer.echo(f"deleted {jk.cleardb()} points of {user}")
 
 
 def status_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """What the index holds: backend, model, points by type and user, sessions."""
-    from jacked.query.status import status
-
-    data = status(settings())
+    data = service(scan=False).status()
     if json_out:
         print_json(data)
         return

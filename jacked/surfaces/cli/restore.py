@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from jacked.surfaces.cli.common import print_json, settings
+from jacked.surfaces.cli.common import print_json, service
 
 
 def restore_cmd(
@@ -14,12 +14,7 @@ def restore_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """A brief for continuing an interrupted session: goal, state after each turn, where it stopped."""
-    from jacked.surfaces.cli.history import _session_catalog
-    from jacked.query.restore import DEFAULT_MAX_TOKENS, restore_brief
-
-    s = settings()
-    catalog, sid = _session_catalog(session, s, scan=True)
-    brief = restore_brief(catalog, sid, max_tokens or DEFAULT_MAX_TOKENS, margin=s.token_safety_margin)
+    brief = service().restore(session, max_tokens)
     if json_out:
         print_json(brief.to_json())
     else:

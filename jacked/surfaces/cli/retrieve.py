@@ -1,4 +1,4 @@
-"""`jacked retrieve`: argument parsing and output formatting only (the work is jacked.query.retrieve)."""
+"""`jacked retrieve` and `jacked recall`: argument parsing and output formatting only (the work is `Jacked`'s)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,21 +6,7 @@ from typing import Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, print_json, settings, warn
-from jacked.config import Settings
-
-
-def catalog_up_to_date(s: Settings):  # type: ignore[no-untyped-def]
-    """The catalog, brought up to date with the Claude directory first (cheap when nothing changed)."""
-    from jacked.catalog import Catalog
-    from jacked.ingest.scan import scan
-
-    catalog = Catalog(s.catalog_path)
-    if s.projects_dir.is_dir():
-        report = scan(catalog, s.claude_dir, user_name=s.user_name)
-        for err in report.errors[:5]:
-            warn(f"jacked: skipped {err}")
-    return catalog
+from jacked.surfaces.cli.common import CliError, print_json, service, settings, warn
 
 
 def retrieve_cmd(
@@ -35,18 +21,12 @@ def retrieve_cmd(
     no_git: bool = typer.Option(False, "--no-git", help="Skip the git check of files changed since the session."),
 ) -> None:
     """Load past sessions' context into a token budget, ready to inject into a new session."""
-    from jacked.query.history import resolve_session
-    from jacked.query.retrieve import MODES, retrieve, to_json_bytes
+    from jacked.query.retrieve import MODES, to_json_bytes
 
     mode = (mode or "smart").strip().lower()
     if mode not in MODES:
         raise CliError(f"unknown --mode {mode!r}: use one of {', '.join(MODES)}")
-    s = settings()
-    budget = max_tokens if max_tokens is not None else s.default_max_tokens
-    catalog = catalog_up_to_date(s)
-    ids = [resolve_session(catalog, ref, s.claude_dir) for ref in session_ids]
-    result = retrieve(catalog, ids, mode=mode, budget=budget, margin=s.token_safety_margin,
-                      check_git=not no_git, warn=warn)
+    result = service().retrieve(session_ids, mode=mode, budget=max_tokens, check_git=not no_git)
     if json_out:
         data = to_json_bytes(result, dry_run).decode() + "\n"
     elif dry_run:
@@ -80,25 +60,6 @@ def _dry_run_text(result) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines) + "\n"
 
 
-def _search_fn(s: Settings):  # type: ignore[no-untyped-def]
-    """A `search(query, repo) -> [session ids]` over the index, or None when there is no index."""
-    from jacked.index.indexer import configured_store, store_exists
-
-    try:
-        if s.backend != "edge" or not store_exists(configured_store(s)):
-            return None
-    except Exception:
-        return None
-
-    def search(query: str, repo: str) -> list[str]:
-        from jacked.query.search import SearchOptions, search_many
-
-        res = search_many(s, [query], SearchOptions(repo=repo, limit=5, current_repo=repo))
-        return [r["session_id"] for r in res[0]["results"]]
-
-    return search
-
-
 def recall_cmd(
     hook: bool = typer.Option(False, "--hook", help="Run as Claude Code's SessionStart hook: read its JSON on "
                                                     "stdin, print the brief as added context, always exit 0."),
@@ -112,16 +73,13 @@ def recall_cmd(
     import os
     import sys
 
-    from jacked.query.retrieve import recall_brief
-
     if hook:
         # A hook must never break Claude Code: any problem means "no brief", exit 0.
         try:
             raw = sys.stdin.read()
             data = json.loads(raw) if raw.strip() else {}
             where = str(data.get("cwd") or os.getcwd()) if isinstance(data, dict) else os.getcwd()
-            s = settings()
-            brief = recall_brief(catalog_up_to_date(s), where, None if no_search else _search_fn(s), max_tokens)
+            brief = service().recall(where, max_tokens, search=not no_search)
             if brief["text"]:
                 sys.stdout.write(json.dumps({"hookSpecificOutput": {
                     "hookEventName": "SessionStart", "additionalContext": brief["text"]}}) + "\n")
@@ -133,9 +91,8 @@ def recall_cmd(
             except Exception:
                 pass
         raise typer.Exit(0)
-    s = settings()
     where = str((cwd or Path.cwd()).absolute())
-    brief = recall_brief(catalog_up_to_date(s), where, None if no_search else _search_fn(s), max_tokens)
+    brief = service().recall(where, max_tokens, search=not no_search)
     if json_out:
         print_json(brief)
     else:

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, settings
+from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, service
 
 
 def search_cmd(
@@ -23,7 +23,7 @@ def search_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Find past sessions: hybrid semantic + keyword search, grouped by session."""
-    from jacked.query.search import SearchOptions, current_repo_name, search_many
+    from jacked.query.search import SearchOptions, current_repo_name
 
     if user and mine:
         raise CliError("--user and --mine exclude each other")
@@ -38,7 +38,7 @@ def search_cmd(
         raise CliError("give a query, or --batch FILE")
     opts = SearchOptions(types=types or None, scope=scope, agent_type=agent_type, repo=repo, user=user, mine=mine, since=since,
                          limit=limit, current_repo=current_repo_name())
-    results = search_many(settings(), queries, opts)
+    results = service(scan=False).search_many(queries, opts)  # the index answers as it is
     if batch is not None:
         for r in results:
             if json_out:

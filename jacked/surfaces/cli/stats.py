@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 import typer
 
-from jacked.surfaces.cli.common import print_json, settings
+from jacked.surfaces.cli.common import print_json, service
 
 
 def stats_cmd(
@@ -20,15 +20,10 @@ def stats_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Tool use, errors, files, commands, tokens and tool patterns, from the catalog."""
-    from jacked.surfaces.cli.history import _catalog_and_scan
-    from jacked.query.history import resolve_session
-    from jacked.query.stats import StatsQuery, compute_stats
+    from jacked.query.stats import StatsQuery
 
-    s = settings()
-    catalog = _catalog_and_scan(s, scan=not no_scan)
-    sid = resolve_session(catalog, session, s.claude_dir) if session else None
-    data = compute_stats(catalog, StatsQuery(repo=repo, since=since, session_id=sid, tool=tool,
-                                             include_subagents=subagents, top=top))
+    data = service(scan=not no_scan).stats(StatsQuery(repo=repo, since=since, tool=tool, include_subagents=subagents,
+                                                      top=top), session=session or None)
     if json_out:
         print_json(data)
     else:

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, print_json, settings, warn
+from jacked.surfaces.cli.common import CliError, print_json, service, warn
 
 
 def summarize_cmd(
@@ -20,14 +20,9 @@ def summarize_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Store turn and session summaries in the catalog (indexed by the next `jacked index`)."""
-    from jacked.surfaces.cli.history import _catalog_and_scan
-    from jacked.query.history import resolve_session
-    from jacked.index.summarize import LlmSummarizer, default_transport, summarize, summary_status
-
-    s = settings()
-    catalog = _catalog_and_scan(s)
+    jk = service()
     if status:
-        data = summary_status(catalog)
+        data = jk.summary_status()
         if json_out:
             print_json(data)
         else:
@@ -37,14 +32,7 @@ def summarize_cmd(
         return
     if bool(session) == all_sessions:
         raise CliError("give --session S or --all (or --status)")
-    ids = [resolve_session(catalog, session, s.claude_dir)] if session else None
-    summarizer = None
-    if llm:
-        try:
-            summarizer = LlmSummarizer(default_transport(llm, model), batch_size=batch)
-        except ValueError as e:
-            raise CliError(str(e)) from e
-    report = summarize(catalog, ids, force=force, llm=summarizer)
+    report = jk.summarize([session] if session else None, force=force, llm=llm, model=model, batch=batch)
     for e in report.errors[:5]:
         warn(f"jacked: {e}")
     if json_out:

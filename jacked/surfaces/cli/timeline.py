@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 import typer
 
-from jacked.surfaces.cli.common import print_json, settings
+from jacked.surfaces.cli.common import print_json, service
 
 
 def timeline_cmd(
@@ -20,23 +20,17 @@ def timeline_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """A typed event stream of what happened: prompts, tool calls, file changes, errors, LLM calls."""
-    from jacked.surfaces.cli.history import _session_catalog, _catalog_and_scan
-    from jacked.query.timeline import TimelineQuery, timeline
+    from jacked.query.timeline import TimelineQuery
 
-    s = settings()
-    if session:
-        catalog, sid = _session_catalog(session, s, scan=True)
-    else:
-        catalog, sid = _catalog_and_scan(s), None
-    events = timeline(catalog, TimelineQuery(session_id=sid, types=types or None, repo=repo, file=file,
-                                             limit=limit, offset=offset), s.claude_dir)
+    events = service().timeline(TimelineQuery(types=types or None, repo=repo, file=file, limit=limit, offset=offset),
+                                session=session or None)
     if json_out:
         print_json(events)
         return
     if not events:
         typer.echo("no events")
     for e in events:
-        typer.echo(render_event(e, cross_session=sid is None))
+        typer.echo(render_event(e, cross_session=not session))
 
 
 def _one(text: Any, n: int = 120) -> str:
@@ -80,11 +74,7 @@ def file_history_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every recorded change to a file, across sessions, oldest first, with diffs."""
-    from jacked.surfaces.cli.history import _catalog_and_scan
-    from jacked.query.timeline import file_history
-
-    s = settings()
-    changes = file_history(_catalog_and_scan(s), path, s.claude_dir, repo)
+    changes = service().file_history(path, repo)
     if json_out:
         print_json(changes)
         return

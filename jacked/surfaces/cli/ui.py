@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, settings, warn
+from jacked.surfaces.cli.common import CliError, service, warn
 
 
 def ui_cmd(
@@ -18,12 +18,15 @@ def ui_cmd(
     no_scan: bool = typer.Option(False, "--no-scan", help="Serve the catalog as it is (skip the startup scan)."),
 ) -> None:
     """A local web view of your sessions, turns, stats and retrieval (Ctrl-C stops it)."""
-    from jacked.surfaces.cli.history import _catalog_and_scan
     from jacked.surfaces.ui.server import UiConfigError, is_loopback, make_server
 
-    s = settings()
+    jk = service()
+    s = jk.settings
     if not no_scan:
-        _catalog_and_scan(s, scan=True, quiet=False).close()
+        if not jk.scannable():
+            warn(f"jacked: no projects folder in {s.claude_dir} (set --claude-dir or CLAUDE_CONFIG_DIR)")
+        jk.fresh()
+        jk.close()
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
         warn("jacked: --host is not local, so every request needs this token (generated; pass --token to choose)")

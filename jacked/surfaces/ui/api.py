@@ -8,7 +8,7 @@ the composer's preview from `jacked.query.retrieve`.
 
 Two thin adapters live here because no library function answers them yet:
 - `list_sessions_page`: the session list with date filters and paging (history.list_sessions
-  has repo + limit only) — plain SQL over the same `sessions` table, shaped by
+  has repo + limit only) — read by `jacked.catalog.ui_queries`, shaped by
   `history.session_summary` so rows match `jacked sessions --json`.
 - `over_time`: turns, sessions, tokens and tool calls per day (the stats page's time charts;
   `compute_stats` has totals only).
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from jacked import __version__ as JACKED_VERSION
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, ui_queries
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.query.history import SessionNotFound, resolve_session, session_summary, turns_json
@@ -34,10 +34,6 @@ from jacked.util.time import TimeParseError, now_utc, parse_since, parse_ts, rel
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
 MAX_SESSIONS_IN_RETRIEVE = 50
-# The columns `history.session_summary` reads: the list never loads plans or other big texts.
-_LIST_COLUMNS = ("session_id, repo_name, cwd, started_at, ended_at, turn_count, title, first_prompt, git_branch, "
-                 "slug, version_first, tool_call_count, tool_error_count, subagent_count, input_tokens, "
-                 "output_tokens, lines_skipped, file, source")
 FIRST_PROMPT_CHARS = 300
 
 
@@ -141,9 +137,7 @@ class UiApi:
     def repos(self, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/repos`: repos with their session counts, most sessions first."""
         with self.catalog() as cat:
-            rows = cat.db.execute(
-                "SELECT repo_name, COUNT(*) AS sessions, MAX(started_at) AS last FROM sessions "
-                "WHERE has_main = 1 AND repo_name IS NOT NULL GROUP BY repo_name ORDER BY 2 DESC, 1").fetchall()
+            rows = ui_queries.repo_counts(cat)
         return {"repos": [{"repo_name": r[0], "sessions": r[1], "last_started_at": r[2]} for r in rows]}
 
     def sessions(self, params: dict[str, str]) -> dict[str, Any]:
@@ -177,12 +171,8 @@ class UiApi:
         hits = result["results"]
         by_id: dict[str, dict[str, Any]] = {}
         with self.catalog() as cat:
-            ids = [h["session_id"] for h in hits]
-            for chunk in range(0, len(ids), 500):
-                part = ids[chunk:chunk + 500]
-                sql = f"SELECT {_LIST_COLUMNS} FROM sessions WHERE session_id IN ({','.join('?' * len(part))})"
-                for r in cat.db.execute(sql, part):
-                    by_id[r["session_id"]] = _list_row(dict(r))
+            for r in ui_queries.list_rows(cat, [h["session_id"] for h in hits]):
+                by_id[r["session_id"]] = _list_row(r)
         rows = []
         for h in hits:
             row = by_id.get(h["session_id"]) or {
@@ -318,29 +308,9 @@ def list_sessions_page(cat: Catalog, repo: str | None, since: str | None, until:
     `text` is the fallback when there is no index: a case-insensitive substring of the title or
     the first prompt.
     """
-    where = ["has_main = 1"]
-    args: list[Any] = []
-    if repo:
-        where.append("(repo_name = ? OR cwd = ?)")
-        args += [repo, repo]
-    if since:
-        where.append("COALESCE(ended_at, started_at) >= ?")
-        args.append(since)
-    if until:
-        where.append("started_at <= ?")
-        args.append(until)
-    if text:
-        esc = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        where.append("(LOWER(COALESCE(title, '')) LIKE ? ESCAPE '\\' OR LOWER(COALESCE(first_prompt, '')) "
-                     "LIKE ? ESCAPE '\\')")
-        args += ["%" + esc + "%"] * 2
-    clause = " AND ".join(where)
-    total = cat.db.execute(f"SELECT COUNT(*) FROM sessions WHERE {clause}", args).fetchone()[0]
-    rows = cat.db.execute(
-        f"SELECT {_LIST_COLUMNS} FROM sessions WHERE {clause} ORDER BY COALESCE(started_at, '') DESC, session_id "
-        f"LIMIT ? OFFSET ?", args + [limit, offset]).fetchall()
+    total, rows = ui_queries.sessions_page(cat, repo, since, until, limit, offset, text)
     now = now_utc()
-    return total, [_list_row(dict(r), now) for r in rows]
+    return total, [_list_row(r, now) for r in rows]
 
 
 def _ms_between(a: str | None, b: str | None) -> int | None:
@@ -369,9 +339,7 @@ def session_detail(cat: Catalog, sid: str, settings: Settings) -> dict[str, Any]
     session["models"] = row.get("models")
     data["session"] = session
 
-    timing = {r[0]: _ms_between(r[1], r[2]) for r in cat.db.execute(
-        "SELECT tool_use_id, timestamp, result_timestamp FROM invocations WHERE session_id = ? AND owner = ''",
-        (sid,))}
+    timing = {use_id: _ms_between(at, result_at) for use_id, at, result_at in ui_queries.call_times(cat, sid)}
     plan_turn = None
     for t in data["turns"]:
         for inv in t["invocations"]:
@@ -399,21 +367,10 @@ def session_detail(cat: Catalog, sid: str, settings: Settings) -> dict[str, Any]
 
 def over_time(cat: Catalog, q: Any) -> list[dict[str, Any]]:
     """Per day (UTC, by turn start): turns, sessions, tokens in / out, tool calls and errors."""
-    from jacked.query.stats import iso_since, session_filter
+    from jacked.query.stats import iso_since
 
-    where, args = session_filter(q, "t.")
     since = iso_since(q.since, q.now)
-    sql = (f"SELECT SUBSTR(t.started_at, 1, 10) AS day, COUNT(*), COUNT(DISTINCT t.session_id), "
-           f"COALESCE(SUM(t.input_tokens), 0), COALESCE(SUM(t.output_tokens), 0), "
-           f"COALESCE(SUM(t.tool_call_count), 0), COALESCE(SUM(t.tool_error_count), 0) "
-           f"FROM turns t WHERE {where} AND t.started_at IS NOT NULL")
-    if since:
-        sql += " AND t.started_at >= ?"
-        args = args + [since]
-    sql += " GROUP BY day ORDER BY day"
     try:
-        rows = cat.db.execute(sql, args).fetchall()
+        return ui_queries.turns_per_day(cat, q.repo, q.session_id, since)
     except sqlite3.DatabaseError as e:  # pragma: no cover - a catalog mid-migration
         raise ApiError(503, f"catalog busy: {e}") from None
-    return [{"day": r[0], "turns": r[1], "sessions": r[2], "input_tokens": r[3], "output_tokens": r[4],
-             "tool_calls": r[5], "tool_errors": r[6]} for r in rows]
