@@ -1,6 +1,9 @@
 """Shared pytest fixtures. Each section belongs to the module it serves."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 # --- embeddings and stores (jacked.index.embed, jacked.index.store) ---------------------------------
@@ -27,3 +30,27 @@ def sparse_embedder():
     from jacked.index.embed import SparseEmbedder
 
     return SparseEmbedder()
+
+
+# --- settings (jacked.config) -----------------------------------------------------------
+
+
+@pytest.fixture()
+def claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh Claude dir as CLAUDE_CONFIG_DIR, HOME in tmp, no jacked variables (tests that
+    read settings from the environment and the config file)."""
+    from jacked.config import ENV_VARS
+
+    for names in ENV_VARS.values():
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("JACKED_"):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    d = tmp_path / "claude"
+    d.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(d))
+    return d

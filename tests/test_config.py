@@ -11,7 +11,6 @@ import pytest
 
 from jacked import config
 from jacked.config import (
-    ENV_VARS,
     ConfigError,
     Settings,
     load_settings,
@@ -23,22 +22,6 @@ from jacked.config import (
 API_KEY = "qdr-" + "9f86d081884c7d659a2f"
 
 
-@pytest.fixture()
-def claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh Claude dir as CLAUDE_CONFIG_DIR, HOME in tmp, no jacked variables."""
-    for names in ENV_VARS.values():
-        for name in names:
-            monkeypatch.delenv(name, raising=False)
-    for name in list(os.environ):
-        if name.startswith("JACKED_"):
-            monkeypatch.delenv(name, raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    d = tmp_path / "claude"
-    d.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(d))
-    return d
 
 
 def write(claude: Path, data: object, mode: int = 0o600) -> Path:

@@ -15,7 +15,6 @@ import jsonschema  # a dependency of mcp, itself a dependency of jacked
 import pytest
 
 from jacked.config import (
-    ENV_VARS,
     FILE_KEYS,
     LEGACY_KEYS,
     META_KEYS,
@@ -54,22 +53,6 @@ def errors(instance: Any) -> list[str]:
     return [e.message for e in validator().iter_errors(instance)]
 
 
-@pytest.fixture()
-def claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh Claude dir as CLAUDE_CONFIG_DIR, HOME in tmp, no jacked variables."""
-    for names in ENV_VARS.values():
-        for name in names:
-            monkeypatch.delenv(name, raising=False)
-    for name in list(os.environ):
-        if name.startswith("JACKED_"):
-            monkeypatch.delenv(name, raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    d = tmp_path / "claude"
-    d.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(d))
-    return d
 
 
 def write_config(claude: Path, data: dict[str, Any]) -> Path:
