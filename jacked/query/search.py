@@ -26,7 +26,8 @@ from typing import Any
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.index.content_types import CONTENT_TYPES, SCOPES
-from jacked.util.time import age_days, now_utc, parse_since, relative_age
+from jacked.query.filters import conditions as filter_conditions
+from jacked.util.time import age_days, now_utc, relative_age
 
 MAX_QUERY_CHARS = 2000
 CANDIDATES = 150  # points each leg (dense, BM25) brings to the session fusion
@@ -77,6 +78,7 @@ class SearchOptions:
     mine: bool = False
     since: str | None = None
     limit: int = 10
+    filters: dict[str, Any] = field(default_factory=dict)  # more filters of jacked.query.filters, by name
     current_repo: str | None = None
     now: datetime | None = None
     weights: dict[str, float] = field(default_factory=dict)
@@ -196,10 +198,11 @@ class Searcher:
         opts.validate()
         q = sanitize_query(query)
         now = opts.now or now_utc()
-        since_ts = parse_since(opts.since, now).timestamp() if opts.since else None
-        user = self.settings.user_name if opts.mine else opts.user
-        flt = SearchFilter(content_types=opts.content_types(), agent_type=opts.agent_type, repo=opts.repo, user_name=user,
-                           since_ts=since_ts)
+        values = {"repo": opts.repo, "user": opts.user, "agent_type": opts.agent_type, "since": opts.since,
+                  **opts.filters}
+        if opts.mine:
+            values["user"] = self.settings.user_name
+        flt = SearchFilter(content_types=opts.content_types(), extra=filter_conditions(values, now))
         phrases = exact_phrases(q)
         # Quotes and backticks mark a phrase; the legs get the words alone.
         words = _QUOTED.sub(lambda m: m.group(1) or m.group(2), q) if phrases else q

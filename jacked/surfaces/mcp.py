@@ -15,8 +15,9 @@ Everything served comes from the catalog and index, where it was stored redacted
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 import orjson
 
@@ -24,6 +25,7 @@ from jacked.catalog import Catalog
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.query.budget import Fitted, fit, settle
+from jacked.query import filters as search_filters
 from jacked.query.search import SearchOptions
 from jacked.service import Jacked
 from jacked.util.tokens import count_tokens
@@ -135,8 +137,11 @@ class JackedService:
         return self.jacked.catalog
 
     def search(self, query: str, scope: str = "all", repo: str | None = None, since: str | None = None,
-               limit: int = 5) -> str:
-        opts = SearchOptions(scope=scope, repo=repo, since=since, limit=max(1, min(limit, 20)))
+               limit: int = 5, **filters: str | None) -> str:
+        """`filters`: any other entry of the search-filter table (jacked.query.filters), by name."""
+        given = {"repo": repo, "since": since, **filters}
+        opts = SearchOptions(scope=scope, limit=max(1, min(limit, 20)),
+                             filters={k: v for k, v in given.items() if v is not None})
         return bounded(self.jacked.search(query, opts))
 
     def retrieve(self, session_ids: list[str], mode: str = "smart", max_tokens: int = 8000) -> str:
@@ -245,9 +250,16 @@ def build_server(settings: Settings, scan: bool = True) -> Any:
 
     # Tools are async so they run on the server's one thread: the catalog's SQLite
     # connection belongs to the thread that opened it.
-    async def search(query: str, scope: str = "all", repo: str | None = None, since: str | None = None,
-                     limit: int = 5) -> str:
-        return svc.search(query, scope, repo, since, limit)
+    async def search(query: str, scope: str = "all", limit: int = 5, **filters: str | None) -> str:
+        return svc.search(query, scope, limit=limit, **filters)
+
+    # One argument per entry of the search-filter table: the tool's schema is read from this signature.
+    search.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("query", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str),
+         inspect.Parameter("scope", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str, default="all"),
+         inspect.Parameter("limit", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int, default=5)]
+        + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str], default=None)
+           for f in search_filters.FILTERS], return_annotation=str)
 
     async def retrieve(session_ids: list[str], mode: str = "smart", max_tokens: int = 8000) -> str:
         return svc.retrieve(session_ids, mode, max_tokens)

@@ -125,6 +125,7 @@ class SearchFilter:
     user_name: str | None = None
     session_ids: list[str] | None = None
     since_ts: float | None = None  # payload ts >= since_ts (epoch seconds)
+    extra: list[tuple[str, str, Any]] = field(default_factory=list)  # more ("value"|"any"|"gte", key, operand)
 
     def matches_nothing(self) -> bool:
         """True when an empty value list makes the filter unsatisfiable."""
@@ -145,7 +146,7 @@ class SearchFilter:
             out.append(("any", "session_id", list(self.session_ids)))
         if self.since_ts is not None:
             out.append(("gte", TS_FIELD, float(self.since_ts)))
-        return out
+        return out + list(self.extra)
 
 
 def check_model(recorded_model: str, recorded_dims: int, model: str, dims: int) -> None:

@@ -1,6 +1,9 @@
 """`jacked search`: argument parsing and output formatting only."""
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,19 +16,16 @@ def search_cmd(
     query: Optional[str] = typer.Argument(None, help="What to look for (words, a paraphrase, an error message)."),
     types: Optional[list[str]] = typer.Option(None, "--type", "-t", help="Only these content types (repeatable)."),
     scope: Optional[str] = typer.Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
-    agent_type: Optional[str] = typer.Option(None, "--agent-type", help="Only subagent units of this agent type."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo."),
-    user: Optional[str] = typer.Option(None, "--user", help="Only this user's sessions."),
     mine: bool = typer.Option(False, "--mine", help="Only your own sessions."),
-    since: Optional[str] = typer.Option(None, "--since", help="Only units since: 7d, 2w, 3m, 1y or a date."),
     limit: int = typer.Option(10, "-n", "--limit", help="How many sessions."),
     batch: Optional[Path] = typer.Option(None, "--batch", help="One query per line of FILE; JSON Lines out."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    **filters: Optional[str],
 ) -> None:
     """Find past sessions: hybrid semantic + keyword search, grouped by session."""
     from jacked.query.search import SearchOptions, current_repo_name
 
-    if user and mine:
+    if filters.get("user") and mine:
         raise CliError("--user and --mine exclude each other")
     if batch is not None:
         try:
@@ -36,8 +36,8 @@ def search_cmd(
         queries = [query]
     else:
         raise CliError("give a query, or --batch FILE")
-    opts = SearchOptions(types=types or None, scope=scope, agent_type=agent_type, repo=repo, user=user, mine=mine, since=since,
-                         limit=limit, current_repo=current_repo_name())
+    opts = SearchOptions(types=types or None, scope=scope, mine=mine, limit=limit, current_repo=current_repo_name(),
+                         filters={k: v for k, v in filters.items() if v is not None})
     results = service(scan=False).search_many(queries, opts)  # the index answers as it is
     if batch is not None:
         for r in results:
@@ -51,6 +51,23 @@ def search_cmd(
         print_json(results[0])
     else:
         _print_human(results[0])
+
+
+def _with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with one `--name` option per entry of the search-filter table (jacked.query.filters)."""
+    from jacked.query.filters import FILTERS
+
+    signature = inspect.signature(command)
+    fixed = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    options = [inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+                                 default=typer.Option(None, spec.option, help=spec.help)) for spec in FILTERS]
+
+    @functools.wraps(command)
+    def with_filters(**kwargs: Any) -> None:
+        command(**kwargs)
+
+    with_filters.__signature__ = signature.replace(parameters=fixed + options)  # type: ignore[attr-defined]
+    return with_filters
 
 
 def _print_human(result: dict[str, Any]) -> None:
@@ -72,4 +89,4 @@ def _print_human(result: dict[str, Any]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("search")(search_cmd)
+    app.command("search")(_with_filter_options(search_cmd))

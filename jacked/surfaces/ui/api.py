@@ -197,10 +197,11 @@ class UiApi:
             raise ApiError(400, "q is required: give some words to search for")
         if not self.index_exists():
             raise ApiError(409, f"no index in {self.settings.home} yet: run `jacked backfill` first")
+        from jacked.query.filters import FILTERS
+
         opts = SearchOptions(types=_list(params.get("types")) or None, scope=params.get("scope") or None,
-                             agent_type=params.get("agent_type") or None, repo=params.get("repo") or None,
-                             user=params.get("user") or None, mine=_bool(params, "mine", False),
-                             since=params.get("since") or None, limit=_int(params, "limit", 10, 1, MAX_PAGE))
+                             mine=_bool(params, "mine", False), limit=_int(params, "limit", 10, 1, MAX_PAGE),
+                             filters={f.name: params[f.name] for f in FILTERS if params.get(f.name)})
         try:
             with self._search_lock, self.catalog() as cat:
                 return search_many(self.settings, [q], opts, indexer=Indexer(self.settings, cat))[0]

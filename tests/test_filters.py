@@ -1,0 +1,93 @@
+"""The search-filter table (jacked.query.filters): a new filter is one entry, and the CLI, the
+MCP `search` tool and `GET /api/search` all take it with no other change. Real fixtures, model
+and Edge shard."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import typer
+from kit import REAL
+from typer.testing import CliRunner
+
+from jacked.config import load_settings
+from jacked.query import filters
+from jacked.query.filters import SearchFilterSpec
+from jacked.service import Jacked
+
+PROJECT = "-experiments-worktrees"  # its sessions ran on git branch "master"
+BRANCH = SearchFilterSpec("branch", "git_branch", "value", "Only sessions on this git branch.")
+
+
+@pytest.fixture()
+def with_branch_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(filters, "FILTERS", [*filters.FILTERS, BRANCH])
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> Any:
+    claude = tmp_path_factory.mktemp("filters-claude")
+    shutil.copytree(REAL / "projects" / PROJECT, claude / "projects" / PROJECT)
+    settings = load_settings(claude, jacked_home=str(tmp_path_factory.mktemp("filters-home")), user_name="ada")
+    assert Jacked(settings).backfill().errors == []
+    return settings
+
+
+QUERY = "teammates researching in separate git worktrees"
+
+
+def test_cli_has_an_option_per_filter(with_branch_filter: None, indexed: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jacked.surfaces.cli import search as search_cli
+
+    app = typer.Typer()
+    app.callback()(lambda: None)  # keep `search` a subcommand
+    search_cli.register(app)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(indexed.claude_dir))
+    monkeypatch.setenv("JACKED_HOME", str(indexed.home))
+    monkeypatch.setenv("JACKED_USER_NAME", "ada")
+    runner = CliRunner()
+    assert "--branch" in runner.invoke(app, ["search", "--help"]).output
+    hit = runner.invoke(app, ["search", QUERY, "--branch", "master", "--json"])
+    miss = runner.invoke(app, ["search", QUERY, "--branch", "no-such-branch", "--json"])
+    assert hit.exit_code == 0 and json.loads(hit.output)["results"]
+    assert miss.exit_code == 0 and json.loads(miss.output)["results"] == []
+
+
+async def _search_tool(server: Any, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    from mcp.client import Client
+
+    async with Client(server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        r = await client.call_tool("search", args)
+        return tools["search"].input_schema, json.loads(r.content[0].text)
+
+
+def test_mcp_search_tool_takes_every_filter(with_branch_filter: None, indexed: Any) -> None:
+    from jacked.surfaces.mcp import build_server
+
+    schema, hit = anyio.run(_search_tool, build_server(indexed, scan=False), {"query": QUERY, "branch": "master"})
+    assert {"branch", "repo", "user", "agent_type", "since"} <= set(schema["properties"])
+    assert hit["results"]
+    _, miss = anyio.run(_search_tool, build_server(indexed, scan=False), {"query": QUERY, "branch": "no-such-branch"})
+    assert miss["results"] == []
+
+
+def test_web_api_takes_every_filter(with_branch_filter: None, indexed: Any) -> None:
+    from jacked.surfaces.ui.api import UiApi
+
+    api = UiApi(indexed)
+    assert api.search({"q": QUERY, "branch": "master"})["results"]
+    assert api.search({"q": QUERY, "branch": "no-such-branch"})["results"] == []
+
+
+def test_filters_are_anded_and_known_ones_still_work(indexed: Any) -> None:
+    from jacked.query.search import SearchOptions
+
+    jacked = Jacked(indexed, scan=False)
+    assert jacked.search(QUERY, SearchOptions(filters={"repo": "worktrees"}))["results"]
+    assert jacked.search(QUERY, SearchOptions(filters={"repo": "worktrees", "user": "bob"}))["results"] == []
+    assert jacked.search(QUERY, SearchOptions(repo="elsewhere"))["results"] == []
