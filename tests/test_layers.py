@@ -96,3 +96,4 @@ def test_sql_lives_in_the_catalog() -> None:
                 if not p.relative_to(PACKAGE).parts[0] == "catalog" and _SQL.search(p.read_text(encoding="utf-8"))}
     assert with_sql - SQL_OUTSIDE_CATALOG == set(), "new SQL outside jacked/catalog/"
     assert SQL_OUTSIDE_CATALOG - with_sql == set(), "moved into the catalog: take it off the list"
+

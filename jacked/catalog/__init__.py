@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from jacked.util.fs import make_private
+
 from jacked.sources.model import Session, Turn
 
 SCHEMA_VERSION = 6
@@ -160,9 +162,13 @@ class Catalog:
 
     def __init__(self, path: Path, migrate: bool = True) -> None:
         """Open (and, unless `migrate=False` for a process that knows it is current, migrate)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        in_memory = str(path) == ":memory:"
+        if not in_memory:
+            make_private(path.parent)  # the catalog's folder is JACKED_HOME: everything in it is private
         self.path = path
         self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+        if not in_memory:
+            make_private(path.parent)  # the database file, just created
         self.db.row_factory = sqlite3.Row
         # Before anything is created (a no-op on an existing file): tool calls' briefs and
         # diffs make rows of a few KiB, which spill into chains of 4 KiB overflow pages.

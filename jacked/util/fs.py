@@ -36,3 +36,18 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600, fsync: bool = False
     """Replace `path` with `data` atomically (see `atomic_output`)."""
     with atomic_output(path, mode, fsync) as fh:
         fh.write(data)
+
+
+def make_private(directory: Path) -> None:
+    """`directory` (created if missing) and the files directly in it readable by their owner only.
+
+    jacked's home holds a copy of every transcript and all that was learned from them: under a
+    usual umask of 022 SQLite and the index would leave them world-readable. Files deeper down
+    are covered by the directory's own mode. Paths owned by someone else are left alone.
+    """
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for path in (directory, *directory.iterdir()):
+        with suppress(OSError):
+            st = path.lstat()
+            if st.st_uid == os.getuid() and not path.is_symlink() and st.st_mode & 0o077:
+                path.chmod(st.st_mode & 0o700)

@@ -5,10 +5,14 @@ to the typer app in `jacked.surfaces.cli.main`.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 
 def run() -> None:
+    # Everything jacked writes (catalog, index, archive, models, logs) holds what the transcripts
+    # hold: owner-only, whatever the umask (022 would leave it world-readable).
+    os.umask(0o077)
     if sys.argv[1:] == ["index", "--hook"]:
         from jacked.config import load_settings
         from jacked.surfaces.hook import run_hook
