@@ -10,7 +10,8 @@ from kit import REAL
 from test_cli_history import run
 
 from jacked.catalog import Catalog
-from jacked.query.retrieve import MODES, RetrieveError, build_items, capacity_for, recall_brief, retrieve
+from jacked.query.budget import capacity as capacity_for
+from jacked.query.retrieve import MODES, RetrieveError, build_items, recall_brief, retrieve
 from jacked.ingest.scan import Scanner
 from jacked.util.tokens import count_tokens, with_margin
 

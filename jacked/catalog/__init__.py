@@ -148,6 +148,11 @@ def dump_state(obj: Any) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def repo_match(alias: str = "") -> str:
+    """SQL for "the session is of repo ?": its repo name or its cwd (two `?`, both the repo)."""
+    return f"({alias}repo_name = ? OR {alias}cwd = ?)"
+
+
 def load_state(blob: bytes | None) -> Any:
     if not blob:
         return None
@@ -353,7 +358,7 @@ class Catalog:
         sql = "SELECT * FROM sessions WHERE has_main = 1"
         args: list[Any] = []
         if repo:
-            sql += " AND (repo_name = ? OR cwd = ?)"
+            sql += " AND " + repo_match()
             args += [repo, repo]
         sql += " ORDER BY COALESCE(started_at, '') DESC, session_id"
         if limit is not None:

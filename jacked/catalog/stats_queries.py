@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, repo_match
 
 
 def session_filter(repo: str | None, session_id: str | None, alias: str = "") -> tuple[str, list[Any]]:
@@ -21,7 +21,7 @@ def session_filter(repo: str | None, session_id: str | None, alias: str = "") ->
     parts = ["SELECT session_id FROM sessions WHERE has_main = 1"]
     args: list[Any] = []
     if repo:
-        parts.append("AND (repo_name = ? OR cwd = ?)")
+        parts.append("AND " + repo_match())
         args += [repo, repo]
     if session_id:
         parts.append("AND session_id = ?")

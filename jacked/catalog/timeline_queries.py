@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, repo_match
 
 
 def _path_sql(wanted: str, column: str = "file_path") -> tuple[str, list[Any]]:
@@ -46,7 +46,7 @@ def timeline_session_ids(catalog: Catalog, repo: str | None, file: str | None, w
     sql = "SELECT session_id FROM sessions WHERE has_main = 1"
     args: list[Any] = []
     if repo:
-        sql += " AND (repo_name = ? OR cwd = ?)"
+        sql += " AND " + repo_match()
         args += [repo, repo]
     if file:
         # only sessions that touched the file: saves reading every session's calls
@@ -68,6 +68,6 @@ def file_change_rows(catalog: Catalog, path: str, tools: Collection[str],
            f"({','.join('?' * len(tools))}) AND {clause}")
     params: list[Any] = sorted(tools) + args
     if repo:
-        sql += " AND (s.repo_name = ? OR s.cwd = ?)"
+        sql += " AND " + repo_match("s.")
         params += [repo, repo]
     return [dict(r) for r in catalog.db.execute(sql, params)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, repo_match
 from jacked.catalog.stats_queries import session_filter
 
 # The columns `history.session_summary` reads: the list never loads plans or other big texts.
@@ -42,7 +42,7 @@ def sessions_page(catalog: Catalog, repo: str | None, since: str | None, until: 
     where = ["has_main = 1"]
     args: list[Any] = []
     if repo:
-        where.append("(repo_name = ? OR cwd = ?)")
+        where.append(repo_match())
         args += [repo, repo]
     if since:
         where.append("COALESCE(ended_at, started_at) >= ?")

@@ -38,12 +38,12 @@ from jacked.catalog import Catalog, retrieve_queries
 from jacked.errors import JackedError
 from jacked.index.extract import MIN_SUBAGENT_SUMMARY
 from jacked.query.budget import Fitted, fit, settle
-from jacked.query.budget import capacity as capacity_for
+from jacked.query.budget import capacity as capacity_for  # `capacity` is a local name below
 from jacked.query.staleness import Staleness, assess, touched_files
 from jacked.util.time import now_utc, relative_age
 from jacked.util.tokens import count_tokens
 
-__all__ = ["MODES", "RetrieveError", "Item", "RetrieveResult", "build_items", "retrieve", "capacity_for"]
+__all__ = ["MODES", "RetrieveError", "Item", "RetrieveResult", "build_items", "retrieve"]
 
 MODES = ("smart", "plan", "labels", "agents", "full")
 FIRST_USER_MESSAGES = 3
