@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     Field,
     PrivateAttr,
     SecretStr,
@@ -65,7 +66,7 @@ DEFAULT_EMBEDDING_MODEL = "jacked/all-MiniLM-L6-v2-int8"  # = jacked.index.embed
 FILE_KEYS: tuple[str, ...] = (
     "backend", "qdrant_url", "qdrant_api_key", "embedding_model", "user_name", "teammate_weight",
     "other_repo_weight", "time_decay_halflife_weeks", "token_safety_margin", "default_max_tokens",
-    "lock_timeout_s", "jacked_home",
+    "lock_timeout_s", "jacked_home", "disabled_sources",
 )
 SECRET_KEYS = frozenset({"qdrant_api_key"})
 # Names used by the seed's jacked.json; read as the new key when it is absent.
@@ -94,6 +95,7 @@ ALLOWED: dict[str, str] = {
     "default_max_tokens": "a whole number of tokens, at least 100",
     "lock_timeout_s": "a number of seconds, 0 or more",
     "jacked_home": "a directory path",
+    "disabled_sources": "agents not to read, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): claude, codex, gemini, opencode",
     "claude_dir": "a directory path",
     "home": "a directory path",
     "machine": "a non-empty host name",
@@ -314,6 +316,14 @@ Finite = Annotated[float, AfterValidator(_check_finite)]
 ExpandedPath = Annotated[Path, AfterValidator(_expand_path)]
 
 
+def _split_names(v: Any) -> Any:
+    # From the CLI or the environment a list comes as one string: "codex,gemini".
+    return [n.strip() for n in v.split(",") if n.strip()] if isinstance(v, str) else v
+
+
+NameList = Annotated[list[str], BeforeValidator(_split_names)]
+
+
 # --------------------------------------------------------------------------- the model
 class Settings(BaseSettings):
     """Resolved settings for one jacked run.
@@ -342,6 +352,8 @@ class Settings(BaseSettings):
     token_safety_margin: Finite = Field(0.1, ge=0, le=1)
     default_max_tokens: int = Field(8000, ge=100)
     lock_timeout_s: Finite = Field(60.0, ge=0)
+    # Transcript sources (jacked.sources.registry) not to read; each other one is read when its folder exists.
+    disabled_sources: NameList = []  # pydantic copies a mutable default per instance
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -65,8 +65,12 @@ class Jacked:
             self.warn(message)
 
     def scannable(self) -> bool:
-        """Whether the Claude directory has anything to scan (a projects folder or history.jsonl)."""
-        return self.settings.projects_dir.is_dir() or (self.settings.claude_dir / "history.jsonl").is_file()
+        """Whether there is anything to scan: the Claude directory's projects folder or history.jsonl,
+        or another agent's folder."""
+        from jacked.ingest.agents import source_roots
+
+        return (self.settings.projects_dir.is_dir() or (self.settings.claude_dir / "history.jsonl").is_file()
+                or bool(source_roots(self.settings.disabled_sources)))
 
     def fresh(self) -> Catalog:
         """The catalog, re-scanned (incrementally) when the last scan is older than `rescan_seconds`."""
@@ -108,7 +112,9 @@ class Jacked:
     def _scanner(self) -> Any:
         from jacked.ingest.scan import Scanner
 
-        return Scanner(self.catalog, self.settings.claude_dir, self.settings.user_name)
+        from jacked.ingest.agents import source_roots
+
+        return Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources))
 
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> Any:
         """Scan, then index every session that changed; the `IndexReport`."""

@@ -16,7 +16,7 @@ from jacked.catalog import Catalog
 from jacked.ingest.scan import Scanner
 from jacked.query.timeline import EVENT_TYPES, TimelineError, TimelineQuery, file_history, timeline
 from jacked.sources.attempts import command_key
-from jacked.sources.claude.turns import content_hash
+from jacked.sources.briefs import content_hash
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 SIX_ERRORS = "2b4ed4c0-b905-41de-9238-273db3ec737a"

@@ -22,7 +22,7 @@ from jacked.util.fs import make_private
 
 from jacked.sources.model import Session, Turn
 
-SCHEMA_VERSION = 6
+from jacked.catalog.migrations import BASELINE_VERSION, MIGRATIONS, SCHEMA_VERSION
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -37,10 +37,12 @@ CREATE TABLE IF NOT EXISTS sessions (
     title TEXT, first_prompt TEXT, plan TEXT, plan_source TEXT, models TEXT, tool_call_count INTEGER,
     tool_error_count INTEGER, input_tokens INTEGER, output_tokens INTEGER, lines INTEGER,
     lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL,
-    content_seq INTEGER, user_name TEXT, own_title TEXT,
+    content_seq INTEGER, own_title TEXT,
     source TEXT,  -- where the transcript is: transcript (on disk) | archive (only archived) | history (prompts only)
-    tool_results_missing INTEGER  -- results referring to a 2.1.x tool-results/ file that is not there
+    tool_results_missing INTEGER,  -- results referring to a 2.1.x tool-results/ file that is not there
+    agent TEXT NOT NULL DEFAULT 'claude'  -- the coding agent that wrote it (jacked.sources.registry)
 );
+CREATE INDEX IF NOT EXISTS sessions_agent ON sessions(agent);
 CREATE INDEX IF NOT EXISTS sessions_repo ON sessions(repo_name);
 CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
 CREATE TABLE IF NOT EXISTS turns (
@@ -186,8 +188,18 @@ class Catalog:
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version != SCHEMA_VERSION:
-            # The catalog is derived data: an old layout is dropped and rebuilt by the next scan.
+        fresh = not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'sessions'").fetchone()
+        if BASELINE_VERSION <= version < SCHEMA_VERSION and not fresh:
+            # Numbered steps (jacked.catalog.migrations), each in its own transaction with its number.
+            for number, statements in MIGRATIONS:
+                if number > version:
+                    with self.transaction():
+                        for sql in statements:
+                            self.db.execute(sql)
+                        self.db.execute(f"PRAGMA user_version={number}")
+        elif version != SCHEMA_VERSION:
+            # Older than the first numbered step (or newer than this jacked): the catalog is derived
+            # data, so its layout is dropped and rebuilt by the next scan.
             with self.transaction():
                 for table in DERIVED_TABLES:
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
@@ -253,8 +265,7 @@ class Catalog:
         self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq'", (count,))
         return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
 
-    def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], user_name: str | None = None,
-                         source: str = "transcript") -> None:
+    def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], source: str = "transcript") -> None:
         """Write sessions' rows, replacing what was there (call inside a transaction); each entry
         is (session, lines skipped, known). `known=False` promises the session has no rows yet,
         which saves the deletes. Rows are inserted with one statement per table for the batch."""
@@ -270,7 +281,7 @@ class Catalog:
         now = time.time()
         for s, lines_skipped, _ in entries:
             seq += 1
-            rows.add_session(s, lines_skipped, seq, now, user_name, source)
+            rows.add_session(s, lines_skipped, seq, now, source)
         rows.write(db)
         written = [s.session_id for s, _, _ in entries]
         self._resolve_labels(written)
@@ -494,8 +505,7 @@ class _SessionRows:
         self.texts: list[tuple[Any, ...]] = []
         self.leaves: list[tuple[Any, ...]] = []
 
-    def add_session(self, s: Session, lines_skipped: int, seq: int, now: float, user_name: str | None,
-                    source: str = "transcript") -> None:
+    def add_session(self, s: Session, lines_skipped: int, seq: int, now: float, source: str = "transcript") -> None:
         sid = s.session_id
         ms = [t.metrics for t in s.turns]
         self.sessions.append(
@@ -508,8 +518,8 @@ class _SessionRows:
              sum(1 for a in s.subagents if not a.is_warmup),
              # listed: a file with messages (one of summaries or snapshots only is not a session),
              # or turns without a file (prompt-only sessions, from history.jsonl)
-             1 if (s.file and s.message_lines) or s.turns else 0, now, seq, user_name, s.title, source,
-             s.tool_results_missing))
+             1 if (s.file and s.message_lines) or s.turns else 0, now, seq, s.title, source,
+             s.tool_results_missing, s.agent))
         self.leaves.extend((u, sid) for u in s.leaf_uuids)
         self._add_turns(sid, s.turns)
         for i, a in enumerate(s.subagents):

@@ -75,3 +75,14 @@ def cache_vectors(catalog: Catalog, vectors: Iterable[tuple[str, Iterable[float]
     with catalog.transaction():
         catalog.db.executemany("INSERT OR REPLACE INTO embed_cache VALUES (?, ?)",
                                [(k, array("f", v).tobytes()) for k, v in vectors])
+
+
+def payload_version(catalog: Catalog, user_name: str) -> int:
+    """Which payload upgrade this user's points have had (0: none yet)."""
+    row = catalog.db.execute("SELECT value FROM meta WHERE key = ?", (f"payload_version:{user_name}",)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def set_payload_version(catalog: Catalog, user_name: str, version: int) -> None:
+    catalog.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
+                       (f"payload_version:{user_name}", version, version))

@@ -20,6 +20,7 @@ from typing import Any
 from jacked.catalog import Catalog, index_state
 from jacked.config import Settings
 from jacked.index.extract import Document, Extractor
+from jacked.ingest.agents import source_roots
 from jacked.ingest.scan import ScanReport, Scanner
 from jacked.util.time import parse_ts
 
@@ -27,6 +28,7 @@ BATCH_DOCS = 256  # documents embedded and written per store round trip: bounds 
 Progress = Callable[[str, int, int], None]
 # A backfill that wrote at least this many points builds the store's search graph afterwards.
 OPTIMIZE_AFTER_POINTS = 10_000
+PAYLOAD_VERSION = 1  # see Indexer._upgrade_payloads
 
 
 @dataclass
@@ -130,7 +132,7 @@ class Indexer:
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> IndexReport:
         """Scan the Claude directory, then index every session that changed."""
         t0 = time.perf_counter()
-        scanner = Scanner(self.catalog, self.settings.claude_dir, self.user)
+        scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources))
         only = None
         if repo:
             only = lambda g: self._group_repo(g) == repo  # noqa: E731 - tiny predicate
@@ -139,6 +141,7 @@ class Indexer:
         if rebuild:
             index_state.forget_user(self.catalog, self.user)
         with self.open_store(recreate=rebuild) as store:
+            self._upgrade_payloads(store)
             self._index_sessions(store, scan.session_ids, report, progress)
             if report.points_written >= OPTIMIZE_AFTER_POINTS:
                 # Segments without an HNSW graph are searched point by point: at 100k points a
@@ -150,6 +153,13 @@ class Indexer:
                     progress("optimize", 1, 1)
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _upgrade_payloads(self, store: Any) -> None:
+        """Give points written by an older jacked the payload fields filters now use, without
+        rewriting them: 1 = `agent` (every point before it was Claude Code's)."""
+        if index_state.payload_version(self.catalog, self.user) < PAYLOAD_VERSION:
+            store.set_payload_where({"agent": "claude"}, self.user)
+            index_state.set_payload_version(self.catalog, self.user, PAYLOAD_VERSION)
 
     def index_paths(self, groups: list[Any], progress: Progress | None = None,
                     on_open: Callable[[], None] | None = None) -> IndexReport:
@@ -168,7 +178,8 @@ class Indexer:
     def index_groups(self, store: Any, groups: list[Any], report: IndexReport,
                      progress: Progress | None = None) -> None:
         """Scan and index session groups into an already open store."""
-        scanner = Scanner(self.catalog, self.settings.claude_dir, self.user)
+        self._upgrade_payloads(store)
+        scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources))
         assert report.scan is not None
         for g in groups:
             scanner.scan_group(g, report.scan)
@@ -301,6 +312,7 @@ class Indexer:
             "slug": row.get("slug"), "agent_id": d.agent_id, "agent_type": d.agent_type,
             "turn_index": d.turn_index, "chunk_index": d.chunk_index, "leaf_uuid": d.leaf_uuid,
             "embedding_model": self.dense.model_name if d.dense else None, "title": row.get("title"),
+            "agent": row.get("agent") or "claude",
         }
 
     # ------------------------------------------------------------------ maintenance

@@ -452,7 +452,7 @@ class _Restorer(SessionReader):
 
     def __init__(self, parent: SessionReader, mapping: dict[str, str], plans_dir: Path) -> None:  # noqa: D107
         # The parent's catalog and in-memory file states; never archive the temp copies.
-        super().__init__(parent.catalog, parent.claude_dir, parent.user_name, archive=None, known=parent.known)
+        super().__init__(parent.catalog, parent.claude_dir, archive=None, known=parent.known)
         self.plans_dir = plans_dir
         self._mapping = mapping
 

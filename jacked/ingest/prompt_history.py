@@ -162,8 +162,7 @@ def _recover(scanner: SessionReader, report: ScanReport, out: HistoryReport) -> 
     catalog = scanner.catalog
     with catalog.transaction():
         if sessions:
-            catalog.replace_sessions([(s, 0, known_row) for s, known_row in sessions], scanner.user_name,
-                                     source="history")
+            catalog.replace_sessions([(s, 0, known_row) for s, known_row in sessions], source="history")
         catalog.save_file_states([state])
     state.state = None
     scanner.known[rel] = state

@@ -55,6 +55,8 @@ class ScanReport:
     session_ids: list[str] = field(default_factory=list)  # every session seen, changed or not
     seconds: float = 0.0
     history: dict[str, int] = field(default_factory=dict)  # history.jsonl: see jacked.ingest.prompt_history
+    # the other agents' sessions (jacked.ingest.agents): {agent: {root, sessions, scanned, skipped}}
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,7 +67,7 @@ class ScanReport:
             "lines_duplicate": self.lines_duplicate, "tool_results_missing": self.tool_results_missing,
             "files_opened": self.files_opened,
             "files_resumed": self.files_resumed, "bytes_read": self.bytes_read, "errors": self.errors,
-            "seconds": round(self.seconds, 3), "history": self.history,
+            "seconds": round(self.seconds, 3), "history": self.history, "agents": self.agents,
         }
 
 
@@ -95,12 +97,11 @@ class SessionReader:
 
     source = "transcript"  # `sessions.source` of what it writes (the archive's restorer: "archive")
 
-    def __init__(self, catalog: Catalog, claude_dir: Path, user_name: str | None = None,
-                 archive: Any = None, known: dict[str, FileState] | None = None) -> None:
+    def __init__(self, catalog: Catalog, claude_dir: Path, archive: Any = None,
+                 known: dict[str, FileState] | None = None) -> None:
         """`known`: the cataloged files' scan states, when the caller has them already."""
         self.catalog = catalog
         self.archive = archive  # keeps a compressed copy of every file read, when given
-        self.user_name = user_name
         self.claude_dir = claude_dir
         self.projects_dir = claude_dir / "projects"
         self.plans_dir = claude_dir / "plans"
@@ -278,7 +279,7 @@ class SessionReader:
             entries.append((session, skipped, seen or session.session_id in in_catalog))
             states += file_states
         self.catalog.save_file_states(states)
-        self.catalog.replace_sessions(entries, self.user_name, source=self.source)
+        self.catalog.replace_sessions(entries, source=self.source)
         for st in states:
             st.state = None  # keep the in-memory index light
             self.known[st.path] = st

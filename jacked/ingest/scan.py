@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from jacked.catalog import Catalog
+from jacked.ingest.agents import scan_agents
 from jacked.ingest.archive import for_catalog
 from jacked.ingest.prompt_history import recover_from_history, settle_archived
 from jacked.ingest.reading import (  # noqa: F401 (the scan's public names, re-exported)
@@ -32,13 +33,15 @@ PARALLEL_MIN_SESSIONS = 16
 
 
 class Scanner(SessionReader):
-    """Brings the catalog up to date with a Claude directory."""
+    """Brings the catalog up to date with a Claude directory and the other agents' folders."""
 
-    def __init__(self, catalog: Catalog, claude_dir: Path, user_name: str | None = None,
+    def __init__(self, catalog: Catalog, claude_dir: Path, agents: Mapping[str, Path] | None = None,
                  archive: Any = True) -> None:
-        # The archive keeps a compressed copy of every file read (True: the one beside the catalog).
-        super().__init__(catalog, claude_dir, user_name,
+        """`agents`: {agent: folder} of the other sources to read too (`jacked.ingest.agents.source_roots`).
+        The archive keeps a compressed copy of every Claude file read (True: the one beside the catalog)."""
+        super().__init__(catalog, claude_dir,
                          for_catalog(catalog, claude_dir) if archive is True else (archive or None))
+        self.agents = dict(agents or {})
 
     def scan(self, progress: Callable[[int, int], None] | None = None,
              only: Callable[[SessionFiles], bool] | None = None) -> ScanReport:
@@ -60,6 +63,8 @@ class Scanner(SessionReader):
             # Sessions Claude Code deleted before the archive saw them: their prompts, from history.jsonl.
             settle_archived(self.catalog, {g.session_id for g in groups if g.main})
             report.history = recover_from_history(self, report).to_json()
+            if self.agents:
+                scan_agents(self.catalog, self.agents, self.known, report)
         totals = self.catalog.totals()
         report.sessions = totals["sessions"]
         report.seconds = time.perf_counter() - t0
@@ -76,6 +81,6 @@ class Scanner(SessionReader):
 
 
 def scan(catalog: Catalog, claude_dir: Path, progress: Callable[[int, int], None] | None = None,
-         user_name: str | None = None) -> ScanReport:
-    """Bring `catalog` up to date with every session under `claude_dir`."""
-    return Scanner(catalog, claude_dir, user_name).scan(progress)
+         agents: Mapping[str, Path] | None = None) -> ScanReport:
+    """Bring `catalog` up to date with every session under `claude_dir` (and the `agents` folders)."""
+    return Scanner(catalog, claude_dir, agents).scan(progress)

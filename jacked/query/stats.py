@@ -20,7 +20,7 @@ from typing import Any
 
 from jacked.catalog import Catalog, stats_queries
 from jacked.util.time import parse_since
-from jacked.sources.model import EDIT_TOOLS, READ_TOOLS, WRITE_TOOLS
+from jacked.sources.model import EDIT_TOOLS, READ_TOOLS, SHELL_TOOLS, WRITE_TOOLS
 
 NGRAM_SIZES = (2, 3, 4)
 TURN_START = "<turn start>"
@@ -127,7 +127,7 @@ def _invocation_stats(catalog: Catalog, q: StatsQuery, since: str | None) -> dic
         usage[name] += 1
         if is_err:
             errors[name] += 1
-        if name == "Bash" and command:
+        if name in SHELL_TOOLS and command:
             cmd = " ".join(command.split())
             bash[cmd] += 1
             if is_err:

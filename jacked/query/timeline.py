@@ -30,7 +30,7 @@ from jacked.errors import JackedError
 from jacked.util.time import parse_ts
 from jacked.sources.model import WRITE_TOOLS
 from jacked.sources.attempts import FILE_TOOLS, resolutions
-from jacked.sources.claude.turns import content_hash
+from jacked.sources.briefs import content_hash
 
 EVENT_TYPES = ("intent", "action", "file", "error", "llm", "compaction", "subagent")
 BRIEF_CHARS = 600  # arguments and results in brief: the full text is one `jacked turns` away

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jacked.sources.model import EDIT_TOOLS, WRITE_TOOLS
+from jacked.sources.model import EDIT_TOOLS, SHELL_TOOLS, WRITE_TOOLS
 
 FILE_TOOLS = EDIT_TOOLS | WRITE_TOOLS
 
@@ -36,7 +36,7 @@ def command_key(command: str | None) -> str:
 def attempt_key(tool: str, file_path: str | None, command: str | None, input_brief: str | None) -> tuple[str, str]:
     """Same tool and same target: the file for file tools, the command's gist for Bash,
     the arguments for other tools."""
-    if tool == "Bash":
+    if tool in SHELL_TOOLS:
         return tool, command_key(command)
     if file_path:
         return ("file", file_path) if tool in FILE_TOOLS else (tool, file_path)

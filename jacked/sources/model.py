@@ -9,10 +9,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-READ_TOOLS = frozenset({"Read"})
-WRITE_TOOLS = frozenset({"Write"})
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit"})
-AGENT_TOOLS = frozenset({"Task", "Agent"})
+# Tool names by what they do, for every agent jacked reads (metrics, stats and timelines are
+# agent-neutral): Claude Code (capitalised), Codex CLI, Gemini CLI, opencode.
+READ_TOOLS = frozenset({"Read", "read_file", "read_many_files", "read", "view"})
+WRITE_TOOLS = frozenset({"Write", "write_file", "write"})
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "apply_patch", "replace", "edit", "multiedit", "patch"})
+SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "shell_command", "container.exec",
+                         "run_shell_command", "bash"})
+AGENT_TOOLS = frozenset({"Task", "Agent", "task"})
 
 
 @dataclass(slots=True)
@@ -200,10 +204,12 @@ class Subagent:
 
 @dataclass(slots=True)
 class Session:
-    """One Claude Code session, reconstructed from its main file, subagents and plan."""
+    """One session of a coding agent (`agent`: "claude", "codex", ...), reconstructed from its
+    files: for Claude Code its main file, subagents and plan."""
 
     session_id: str
     file: str
+    agent: str = "claude"
     project_dir: str = ""
     cwd: str | None = None
     repo_name: str | None = None

@@ -44,12 +44,13 @@ def log_problem(home: Path, message: str) -> None:
 def groups_for_target(indexer: Indexer, target: str) -> list[Any]:
     """The session files a target names: a transcript path, or a session id or prefix."""
     from jacked.query.history import resolve_session, session_files_for_path
+    from jacked.ingest.agents import source_roots
     from jacked.ingest.scan import Scanner
 
     path = Path(target).expanduser()
     if path.suffix == ".jsonl" and path.is_file():
         return [session_files_for_path(path)]
-    Scanner(indexer.catalog, indexer.settings.claude_dir, indexer.user).scan()
+    Scanner(indexer.catalog, indexer.settings.claude_dir, source_roots(indexer.settings.disabled_sources)).scan()
     sid = resolve_session(indexer.catalog, target, indexer.settings.claude_dir)
     row = indexer.catalog.get_session_row(sid) or {}
     if row.get("file") and Path(row["file"]).is_file():

@@ -41,6 +41,7 @@ KEYWORD_INDEXES: tuple[str, ...] = (
     "user_name",
     "agent_type",
     "content_hash",
+    "agent",  # the coding agent of the session: claude, codex, gemini, opencode
 )
 #: Payload fields with a float (range) index.
 FLOAT_INDEXES: tuple[str, ...] = ("ts",)
@@ -281,6 +282,10 @@ class VectorStore(abc.ABC):
     @abc.abstractmethod
     def delete_where(self, user_name: str | None = None, session_id: str | None = None) -> int:
         """Delete points matching every given field; return how many were deleted."""
+
+    @abc.abstractmethod
+    def set_payload_where(self, values: dict[str, Any], user_name: str) -> None:
+        """Set payload fields on every point of a user (an upgrade giving old points a new field)."""
 
     # -- reads -------------------------------------------------------------
 

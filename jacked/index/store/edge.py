@@ -390,6 +390,13 @@ class EdgeStore(VectorStore):
                 shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
         return int(n)
 
+    def set_payload_where(self, values: dict[str, Any], user_name: str) -> None:
+        import qdrant_edge as qe
+
+        flt = self._filter(None, where_conditions(user_name, None))
+        with self._mutex, self._errors("update"):
+            self._require().update(qe.UpdateOperation.set_payload_by_filter(flt, values))
+
     # -- reads -------------------------------------------------------------
 
     def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,

@@ -246,6 +246,14 @@ class ServerStore(VectorStore):
                 client.delete(self.collection, points_selector=models.FilterSelector(filter=flt), wait=True)
         return int(n)
 
+    def set_payload_where(self, values: dict[str, Any], user_name: str) -> None:
+        from qdrant_client import models
+
+        flt = self._filter(None, where_conditions(user_name, None))
+        with self._errors("update"):
+            self._require().set_payload(self.collection, payload=values,
+                                        points=models.FilterSelector(filter=flt), wait=True)
+
     # -- reads -------------------------------------------------------------
 
     def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,

@@ -33,7 +33,8 @@ from jacked.sources.claude.discover import SubagentFile, repo_name_of
 from jacked.sources.model import AGENT_TOOLS, Session, Subagent, TextUnit, Turn
 from jacked.sources.reader import ReadResult, iter_records
 from jacked.sources.claude.tool_results import resolve_session
-from jacked.sources.claude.turns import MAX_TEXT_CHARS, FileBuilder, prompt_hash, fill_subagent_counts
+from jacked.sources.claude.turns import MAX_TEXT_CHARS, FileBuilder, prompt_hash
+from jacked.sources.metrics import fill_subagent_counts
 
 WORKFLOW_TOOLS = frozenset({"Workflow"})
 STRUCTURED_OUTPUT_TOOL = "StructuredOutput"

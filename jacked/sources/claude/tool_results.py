@@ -30,7 +30,7 @@ from pathlib import Path
 from jacked.sources.redact import redact
 from jacked.sources.textclean import strip_ansi
 from jacked.sources.model import Session, Turn
-from jacked.sources.claude.turns import BRIEF_OK_RESULT_CHARS, brief_limit
+from jacked.sources.briefs import BRIEF_OK_RESULT_CHARS, brief_limit
 
 __all__ = ["REFERENCE_TAG", "looks_like_reference", "reference_name", "resolve_reference", "resolve_brief",
            "resolve_session"]

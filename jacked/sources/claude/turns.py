@@ -15,7 +15,16 @@ import orjson
 
 from jacked.sources.redact import redact, redact_many
 from jacked.sources.textclean import strip_ansi
-from jacked.util.time import parse_ts
+from jacked.sources.briefs import (
+    BRIEF_OK_RESULT_CHARS,
+    MAX_DIFF_CHARS,
+    brief_input,
+    brief_limit,
+    content_hash,
+    head_and_tail,
+    short,
+)
+from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
 from jacked.sources.model import (
     AGENT_TOOLS,
     EDIT_TOOLS,
@@ -28,19 +37,13 @@ from jacked.sources.model import (
     TextUnit,
     Turn,
     TurnEvent,
-    TurnMetrics,
     slash_command_text,
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
 PARSER_VERSION = 10
 
-BRIEF_INPUT_CHARS = 1200
-BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people search for
-BRIEF_OK_RESULT_CHARS = 1000  # a successful result's head
-BRIEF_READ_RESULT_CHARS = 300  # a file's content is in the repo; its head identifies it
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
-MAX_DIFF_CHARS = 4000  # a file change's diff is kept up to here (timelines show changes, not files)
 
 COMMAND_OUTPUT_OPEN, COMMAND_OUTPUT_CLOSE = "<local-command-stdout>", "</local-command-stdout>"
 NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
@@ -107,52 +110,6 @@ def _usage_counts(usage: dict[str, Any]) -> tuple[int, int, int, int]:
     return tuple(x if isinstance(x, int) else 0 for x in (a, b, c, d))  # type: ignore[return-value]
 
 
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… [+{len(text) - limit} chars]"
-
-
-def _head_and_tail(text: str, limit: int) -> str:
-    """The first `limit` characters and the last `limit // 2`, cut at line ends where one is
-    near: a command's or a traceback's last lines (the exception, the test summary) say the most."""
-    tail_chars = limit // 2
-    if len(text) <= limit + tail_chars:
-        return text
-    head, tail = text[:limit], text[-tail_chars:]
-    nl = head.rfind("\n")
-    if nl >= limit * 3 // 4:
-        head = head[:nl]
-    nl = tail.find("\n")
-    if 0 <= nl <= tail_chars // 4:
-        tail = tail[nl + 1:]
-    return f"{head}\n… [{len(text) - len(head) - len(tail)} chars] …\n{tail}"
-
-
-def _brief_input(inp: Any) -> str:
-    """Arguments as compact JSON with long strings shortened, then redacted."""
-    def shrink(v: Any) -> Any:
-        if isinstance(v, str):
-            return _short(v, 400)
-        if isinstance(v, dict):
-            return {k: shrink(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [shrink(x) for x in v[:20]]
-        return v
-    try:
-        whole = orjson.dumps(inp)
-        # Most arguments are small (a path, a command): shorten only the ones that are not.
-        text = whole.decode() if len(whole) <= BRIEF_INPUT_CHARS else orjson.dumps(shrink(inp)).decode()
-    except TypeError:
-        text = str(inp)
-    return _short(text, BRIEF_INPUT_CHARS)
-
-
-def brief_limit(tool_name: str, is_error: bool) -> int:
-    """How many characters of a tool result its brief keeps."""
-    if is_error:
-        return BRIEF_RESULT_CHARS
-    return BRIEF_READ_RESULT_CHARS if tool_name in READ_TOOLS else BRIEF_OK_RESULT_CHARS
-
-
 def _patch_counts(patch: Any) -> tuple[int, int]:
     """(lines added, lines removed) of `structuredPatch` hunks."""
     added = removed = 0
@@ -165,14 +122,6 @@ def _patch_counts(patch: Any) -> tuple[int, int]:
                 added += text.count("\n+")
                 removed += text.count("\n-")
     return added, removed
-
-
-def content_hash(text: str) -> str:
-    """The hash jacked gives a file's content (before/after an edit, or a file-history backup).
-
-    SHA-256 (cut to 128 bits): CPUs hash it in hardware, twice as fast as BLAKE2 here,
-    and whole files are hashed on every edit a transcript holds."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _patch_diff(patch: Any) -> str | None:
@@ -188,13 +137,13 @@ def _patch_diff(patch: Any) -> str | None:
         lines = hunk.get("lines")
         if isinstance(lines, list):
             out.extend(ln for ln in lines if ln.__class__ is str)
-    return _short("\n".join(out), MAX_DIFF_CHARS) if out else None
+    return short("\n".join(out), MAX_DIFF_CHARS) if out else None
 
 
 def _created_diff(body: str) -> str:
     """A created file's diff: every line an addition."""
     head = body[:MAX_DIFF_CHARS * 2]
-    return _short("\n".join("+" + ln for ln in head.splitlines()), MAX_DIFF_CHARS)
+    return short("\n".join("+" + ln for ln in head.splitlines()), MAX_DIFF_CHARS)
 
 
 def _apply_edits(original: Any, edits: list[tuple[Any, Any, bool]]) -> str | None:
@@ -266,7 +215,7 @@ def is_notification(content: Any) -> bool:
 def _notification_summary(text: str) -> str:
     """The `<summary>` of a task notification, cleaned (event data is stored as it is)."""
     m = _NOTIFICATION_SUMMARY.search(text)
-    return redact(strip_ansi(_short((m.group(1) if m else text).strip(), 300)))
+    return redact(strip_ansi(short((m.group(1) if m else text).strip(), 300)))
 
 
 def queue_key(text: str, slash: bool = False) -> str:
@@ -642,7 +591,7 @@ class FileBuilder:
         text = _result_text(block.get("content"))
         limit = brief_limit(inv.tool_name, inv.is_error)
         # A file's head identifies it; any other output ends with what matters most.
-        inv.result_brief = _short(text, limit) if inv.tool_name in READ_TOOLS else _head_and_tail(text, limit)
+        inv.result_brief = short(text, limit) if inv.tool_name in READ_TOOLS else head_and_tail(text, limit)
         self._dirty.append(inv)
         if isinstance(tur, dict):  # (1.0.x Task results are lists, with no agentId: inline linking does it)
             if inv.tool_name in AGENT_TOOLS and isinstance(tur.get("agentId"), str):
@@ -724,14 +673,14 @@ class FileBuilder:
         inp = b.get("input") if isinstance(b.get("input"), dict) else {}
         inv = Invocation(tool_name=name, tool_use_id=str(b.get("id") or ""), sequence=self.cur_msg_seq[mid],
                          position=self.cur_msg_calls[mid], message_id=mid, timestamp=ts,
-                         input_brief=_brief_input(inp))
+                         input_brief=brief_input(inp))
         fp = inp.get("file_path") or inp.get("notebook_path")
         if isinstance(fp, str):
             inv.file_path = fp
         if name == "Bash" and isinstance(inp.get("command"), str):
             inv.command = inp["command"]
         if isinstance(inp.get("description"), str):
-            inv.description = _short(inp["description"], 300)
+            inv.description = short(inp["description"], 300)
         if name in AGENT_TOOLS:
             if isinstance(inp.get("subagent_type"), str):
                 inv.subagent_type = inp["subagent_type"]
@@ -840,24 +789,6 @@ class FileBuilder:
         return sub
 
 
-def elapsed_ms(start: str | None, end: str | None) -> int | None:
-    a, b = parse_ts(start), parse_ts(end)
-    if a is None or b is None:
-        return None
-    return max(0, int((b - a).total_seconds() * 1000))
-
-
-def fill_subagent_counts(sub: Subagent) -> None:
-    usage: dict[str, int] = {}
-    calls = errors = 0
-    for t in sub.turns:
-        for inv in t.invocations:
-            calls += 1
-            errors += inv.is_error
-            usage[inv.tool_name] = usage.get(inv.tool_name, 0) + 1
-    sub.tool_call_count, sub.tool_error_count, sub.tool_usage = calls, errors, usage
-
-
 def _renumber_calls(turn: Turn) -> None:
     """`sequence` and `position` of a turn's calls from their responses, in file order (for a
     turn that absorbed another's calls)."""
@@ -867,52 +798,6 @@ def _renumber_calls(turn: Turn) -> None:
         seq.setdefault(inv.message_id, len(seq))
         calls[inv.message_id] = calls.get(inv.message_id, 0) + 1
         inv.sequence, inv.position = seq[inv.message_id], calls[inv.message_id]
-
-
-def _uniq_append(items: list[str], value: str | None) -> None:
-    if value and value not in items:
-        items.append(value)
-
-
-def compute_metrics(turn: Turn) -> None:
-    """Parallel groups and the per-turn metrics from the invocations (DESIGN "Turn rules")."""
-    per_msg: dict[str, int] = {}
-    for inv in turn.invocations:
-        per_msg[inv.message_id] = per_msg.get(inv.message_id, 0) + 1
-    m = turn.metrics
-    m.tool_call_count = len(turn.invocations)
-    m.tool_error_count = 0
-    m.tool_usage = {}
-    m.files_read, m.files_written, m.files_modified, m.bash_commands = [], [], [], []
-    m.lines_added = m.lines_removed = m.bash_error_count = 0
-    m.input_tokens = m.output_tokens = m.cache_read_tokens = m.cache_creation_tokens = m.api_calls = 0
-    for c in turn.llm_calls:
-        if c.has_usage:
-            m.api_calls += 1
-            m.input_tokens += c.input_tokens
-            m.output_tokens += c.output_tokens
-            m.cache_read_tokens += c.cache_read_tokens
-            m.cache_creation_tokens += c.cache_creation_tokens
-    for inv in turn.invocations:
-        inv.parallel_group = 0 if per_msg[inv.message_id] == 1 else inv.position
-        m.tool_usage[inv.tool_name] = m.tool_usage.get(inv.tool_name, 0) + 1
-        if inv.is_error:
-            m.tool_error_count += 1
-        else:
-            if inv.tool_name in READ_TOOLS:
-                _uniq_append(m.files_read, inv.file_path)
-            elif inv.tool_name in WRITE_TOOLS:
-                _uniq_append(m.files_written, inv.file_path)
-            elif inv.tool_name in EDIT_TOOLS:
-                _uniq_append(m.files_modified, inv.file_path)
-            if inv.tool_name in WRITE_TOOLS or inv.tool_name in EDIT_TOOLS:
-                m.lines_added += inv.lines_added
-                m.lines_removed += inv.lines_removed
-        if inv.tool_name == "Bash":
-            if inv.command is not None:
-                m.bash_commands.append(inv.command)
-            if inv.is_error:
-                m.bash_error_count += 1
 
 
 # The text attributes of each object a builder lists for redaction.

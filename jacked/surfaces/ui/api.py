@@ -273,12 +273,13 @@ class UiApi:
 
     def scan(self, body: dict[str, Any]) -> dict[str, Any]:
         """`POST /api/scan`: bring the catalog up to date with the transcripts (`jacked scan --json`)."""
+        from jacked.ingest.agents import source_roots
         from jacked.ingest.scan import scan
 
         if not self.settings.projects_dir.is_dir():
             raise ApiError(409, f"no projects folder in {self.settings.claude_dir}")
         with self.catalog() as cat:
-            return scan(cat, self.settings.claude_dir, user_name=self.settings.user_name).to_json()
+            return scan(cat, self.settings.claude_dir, agents=source_roots(self.settings.disabled_sources)).to_json()
 
     # ------------------------------------------------------------------ helpers
     def _resolve(self, cat: Catalog, ref: str) -> str:

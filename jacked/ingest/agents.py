@@ -1,0 +1,112 @@
+"""Reading the sessions of the other coding agents (Codex CLI, Gemini CLI, opencode, ...).
+
+Their sessions are found by each source's `discover` and re-read whole when their fingerprint
+(size and mtime of their files, by default) changed since the last scan; Claude Code's, much
+larger and appended to while in use, go through the incremental scanner instead. A session
+that cannot be read is skipped and reported; the others are kept.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jacked.catalog import Catalog, FileState, scan_state
+from jacked.sources.base import FoundSession, TranscriptSource, redact_session
+from jacked.sources.model import Session
+from jacked.sources.registry import SOURCES
+
+WRITE_EVERY = 50  # sessions per transaction
+
+
+def source_roots(disabled: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """{agent: folder} of every enabled source besides Claude Code whose folder exists."""
+    env = os.environ if environ is None else environ
+    roots = {}
+    for name, source in SOURCES.items():
+        if getattr(source, "incremental", False) or name in disabled:
+            continue
+        root = source.default_root(env)
+        if root.is_dir():
+            roots[name] = root
+    return roots
+
+
+def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: dict[str, FileState], report: Any) -> None:
+    """Bring the catalog up to date with the sessions under `roots` ({agent: folder}); counts go to
+    `report` (a `ScanReport`: its `agents` per agent, `errors`, and the session totals)."""
+    for name, root in roots.items():
+        source = SOURCES[name]
+        counts = report.agents.setdefault(name, {"root": str(root), "sessions": 0, "scanned": 0, "skipped": 0})
+        errors: list[str] = []
+        pending: list[tuple[Session, FileState]] = []
+        unchanged: list[str] = []
+        try:
+            for found in source.discover(root, errors):
+                counts["sessions"] += 1
+                report.session_ids.append(found.session_id)
+                state = known.get(found.location)
+                if state is not None and state.head_hash == found.fingerprint \
+                        and state.parser_version == source.parser_version:
+                    report.sessions_unchanged += 1
+                    unchanged.append(found.session_id)
+                    continue
+                built = _read(source, found, errors)
+                if built is None:
+                    counts["skipped"] += 1
+                    continue
+                pending.append(built)
+                if len(pending) >= WRITE_EVERY:
+                    _write(catalog, pending, known, report, counts)
+                    pending = []
+        except OSError as e:  # the folder itself went away or became unreadable mid-listing
+            errors.append(f"{root}: {e.strerror or e}")
+        _write(catalog, pending, known, report, counts)
+        turns, skipped, _ = scan_state.unchanged_totals(catalog, unchanged)
+        report.turns += turns
+        report.lines_skipped += skipped
+        report.errors.extend(f"{source.label}: {e}" for e in errors)
+
+
+def _read(source: TranscriptSource, found: FoundSession, errors: list[str]) -> tuple[Session, FileState] | None:
+    try:
+        session = source.read(found)
+    except Exception as e:  # noqa: BLE001 (one bad session file must not stop the others)
+        errors.append(f"{found.location}: {type(e).__name__}: {e}")
+        return None
+    session.agent = source.name
+    redact_session(session)
+    sizes, mtimes = [], []
+    for p in found.files:
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        sizes.append(st.st_size)
+        mtimes.append(st.st_mtime_ns)
+    state = FileState(
+        path=found.location, session_id=session.session_id, kind="main", layout=source.name,
+        size=sum(sizes), mtime_ns=max(mtimes, default=0), offset=0, head_hash=found.fingerprint, tail_hash="",
+        lines=session.lines, malformed=session.lines_malformed, pending_malformed=0, parent_id=None, state=None,
+        parser_version=source.parser_version)
+    return session, state
+
+
+def _write(catalog: Catalog, built: list[tuple[Session, FileState]], known: dict[str, FileState], report: Any,
+           counts: dict[str, Any]) -> None:
+    if not built:
+        return
+    existing = catalog.existing_session_ids([s.session_id for s, _ in built])
+    with catalog.transaction():
+        catalog.save_file_states([st for _, st in built])
+        catalog.replace_sessions([(s, s.lines_skipped, s.session_id in existing) for s, _ in built])
+    for session, state in built:
+        known[state.path] = state
+        counts["scanned"] += 1
+        report.sessions_scanned += 1
+        report.changed_session_ids.append(session.session_id)
+        report.turns += len(session.turns)
+        report.lines_skipped += session.lines_skipped
+        report.lines_malformed += session.lines_malformed
+        report.lines_unknown += session.lines_unknown

@@ -1,0 +1,71 @@
+"""Agent-neutral briefs of what a session holds: shortened tool arguments and results, bounded
+diffs, content hashes. Every source keeps the same amounts, so views and search treat every
+agent alike."""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from jacked.sources.model import READ_TOOLS
+
+BRIEF_INPUT_CHARS = 1200
+BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people search for
+BRIEF_OK_RESULT_CHARS = 1000  # a successful result's head
+BRIEF_READ_RESULT_CHARS = 300  # a file's content is in the repo; its head identifies it
+MAX_DIFF_CHARS = 4000  # a file change's diff is kept up to here (timelines show changes, not files)
+
+
+def short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… [+{len(text) - limit} chars]"
+
+
+def head_and_tail(text: str, limit: int) -> str:
+    """The first `limit` characters and the last `limit // 2`, cut at line ends where one is
+    near: a command's or a traceback's last lines (the exception, the test summary) say the most."""
+    tail_chars = limit // 2
+    if len(text) <= limit + tail_chars:
+        return text
+    head, tail = text[:limit], text[-tail_chars:]
+    nl = head.rfind("\n")
+    if nl >= limit * 3 // 4:
+        head = head[:nl]
+    nl = tail.find("\n")
+    if 0 <= nl <= tail_chars // 4:
+        tail = tail[nl + 1:]
+    return f"{head}\n… [{len(text) - len(head) - len(tail)} chars] …\n{tail}"
+
+
+def brief_input(inp: Any) -> str:
+    """Arguments as compact JSON with long strings shortened, then redacted."""
+    def shrink(v: Any) -> Any:
+        if isinstance(v, str):
+            return short(v, 400)
+        if isinstance(v, dict):
+            return {k: shrink(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [shrink(x) for x in v[:20]]
+        return v
+    try:
+        whole = orjson.dumps(inp)
+        # Most arguments are small (a path, a command): shorten only the ones that are not.
+        text = whole.decode() if len(whole) <= BRIEF_INPUT_CHARS else orjson.dumps(shrink(inp)).decode()
+    except TypeError:
+        text = str(inp)
+    return short(text, BRIEF_INPUT_CHARS)
+
+
+def brief_limit(tool_name: str, is_error: bool) -> int:
+    """How many characters of a tool result its brief keeps."""
+    if is_error:
+        return BRIEF_RESULT_CHARS
+    return BRIEF_READ_RESULT_CHARS if tool_name in READ_TOOLS else BRIEF_OK_RESULT_CHARS
+
+
+def content_hash(text: str) -> str:
+    """The hash jacked gives a file's content (before/after an edit, or a file-history backup).
+
+    SHA-256 (cut to 128 bits): CPUs hash it in hardware, twice as fast as BLAKE2 here,
+    and whole files are hashed on every edit a transcript holds."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -1,0 +1,19 @@
+"""Every transcript source jacked knows (`jacked.sources.base.TranscriptSource`).
+
+Adding an agent: its package under `jacked/sources/` and one line below. A source is read when
+its folder exists and `disabled_sources` does not name it.
+"""
+from __future__ import annotations
+
+from jacked.sources.base import TranscriptSource
+from jacked.sources.claude.source import ClaudeSource
+
+SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
+    ClaudeSource(),
+)}
+
+
+def label_of(agent: str | None) -> str:
+    """How people call an agent ("Codex CLI"); an unknown name as it is."""
+    source = SOURCES.get(agent or "claude")
+    return source.label if source is not None else str(agent)

@@ -1,0 +1,75 @@
+"""Numbered catalog migrations (jacked.catalog.migrations): an existing catalog is brought to the
+current layout in place, keeping its rows, and ends with the same columns as a new one."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from jacked.catalog import SCHEMA, Catalog
+from jacked.catalog.migrations import BASELINE_VERSION, SCHEMA_VERSION
+
+# The `sessions` table as version 6 (the first numbered layout) created it: a fixed fact.
+SESSIONS_V6 = """
+CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY, file TEXT, project_dir TEXT, cwd TEXT, repo_name TEXT, git_branch TEXT,
+    slug TEXT, version_first TEXT, version_last TEXT, started_at TEXT, ended_at TEXT, turn_count INTEGER,
+    title TEXT, first_prompt TEXT, plan TEXT, plan_source TEXT, models TEXT, tool_call_count INTEGER,
+    tool_error_count INTEGER, input_tokens INTEGER, output_tokens INTEGER, lines INTEGER,
+    lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL,
+    content_seq INTEGER, user_name TEXT, own_title TEXT, source TEXT, tool_results_missing INTEGER
+)"""
+
+
+def _columns(path: Path, table: str) -> list[str]:
+    db = sqlite3.connect(path)
+    try:
+        return [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
+    finally:
+        db.close()
+
+
+def _v6_catalog(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA.replace("CREATE INDEX IF NOT EXISTS sessions_agent ON sessions(agent);", ""))
+    db.execute("DROP TABLE sessions")
+    db.execute(SESSIONS_V6)
+    db.execute("INSERT INTO sessions (session_id, repo_name, turn_count, has_main, user_name) "
+               "VALUES ('s1', 'jacked', 3, 1, 'ada')")
+    db.execute("INSERT INTO turns (session_id, turn_index, prompt) VALUES ('s1', 1, 'fix the build')")
+    db.execute(f"PRAGMA user_version={BASELINE_VERSION}")
+    db.commit()
+    db.close()
+
+
+def test_an_old_catalog_is_migrated_in_place_to_the_layout_of_a_new_one(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    _v6_catalog(old)
+    Catalog(old).close()
+    Catalog(new).close()
+    assert _columns(old, "sessions") == _columns(new, "sessions")
+    assert "agent" in _columns(old, "sessions") and "user_name" not in _columns(old, "sessions")
+    cat = Catalog(old)
+    try:
+        assert cat.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        # the rows stay: nothing to rescan, and every session before version 7 was Claude Code's
+        row = cat.db.execute("SELECT session_id, turn_count, agent FROM sessions").fetchone()
+        assert tuple(row) == ("s1", 3, "claude")
+        assert cat.db.execute("SELECT prompt FROM turns").fetchone()[0] == "fix the build"
+    finally:
+        cat.close()
+
+
+def test_a_catalog_older_than_the_numbered_steps_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "ancient.db"
+    _v6_catalog(path)
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version={BASELINE_VERSION - 1}")
+    db.commit()
+    db.close()
+    cat = Catalog(path)
+    try:
+        assert cat.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 0  # rebuilt by the next scan
+    finally:
+        cat.close()
+    Catalog(tmp_path / "fresh.db").close()
+    assert _columns(path, "sessions") == _columns(tmp_path / "fresh.db", "sessions")
