@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jacked.sources.paths import repo_name_of  # noqa: F401 (its users import it from here)
 from jacked.sources.reader import first_record
 
 COMPACT_PREFIX = "agent-acompact"
@@ -183,11 +184,3 @@ def session_dir_files(session_dir: str | os.PathLike[str]) -> tuple[list[Subagen
             results = []
     return (sorted(subs, key=lambda f: f.path), sorted(compactions, key=lambda f: f.path),
             sorted(results))
-
-
-def repo_name_of(cwd: str | None) -> str | None:
-    """The last component of a POSIX or Windows path."""
-    if not cwd:
-        return None
-    parts = [p for p in cwd.replace("\\", "/").rstrip("/").split("/") if p]
-    return parts[-1] if parts else cwd
