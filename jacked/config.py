@@ -95,7 +95,7 @@ ALLOWED: dict[str, str] = {
     "default_max_tokens": "a whole number of tokens, at least 100",
     "lock_timeout_s": "a number of seconds, 0 or more",
     "jacked_home": "a directory path",
-    "disabled_sources": "agents not to read, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): claude, codex, gemini, opencode",
+    "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode",
     "claude_dir": "a directory path",
     "home": "a directory path",
     "machine": "a non-empty host name",

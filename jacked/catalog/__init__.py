@@ -466,10 +466,10 @@ class Catalog:
             part = list(point_ids[i:i + 500])
             for r in self.db.execute(
                     "SELECT i.point_id, i.session_id, i.content_hash, i.user_name, s.repo_name, s.started_at, "
-                    "s.ended_at FROM index_points i LEFT JOIN sessions s ON s.session_id = i.session_id "
+                    "s.ended_at, s.agent FROM index_points i LEFT JOIN sessions s ON s.session_id = i.session_id "
                     f"WHERE i.point_id IN ({','.join('?' * len(part))})", part):
                 found[r[0]] = {"session_id": r[1], "content_hash": r[2], "user_name": r[3], "repo_name": r[4],
-                               "session_started_at": r[5], "session_ended_at": r[6]}
+                               "session_started_at": r[5], "session_ended_at": r[6], "agent": r[7]}
         return found
 
     def copies_of(self, session_ids: Sequence[str]) -> dict[str, str]:

@@ -59,3 +59,9 @@ def file_read_state(catalog: Catalog, path: str, kind: str) -> dict[str, Any] | 
     if row is None:
         return None
     return {"size": row[0], "offset": row[1], "lines": row[2], "malformed": row[3], "state": row[4]}
+
+
+def agent_counts(catalog: Catalog) -> dict[str, int]:
+    """Listed sessions per coding agent."""
+    return {r[0]: r[1] for r in catalog.db.execute(
+        "SELECT agent, COUNT(*) FROM sessions WHERE has_main = 1 GROUP BY agent")}

@@ -47,6 +47,19 @@ def turn_totals(catalog: Catalog, repo: str | None, session_id: str | None, sinc
             "first": row[4], "last": row[5], "turn_ms_total": row[6], "turns_timed": row[7]}
 
 
+def totals_by_agent(catalog: Catalog, repo: str | None, session_id: str | None,
+                    since: str | None) -> dict[str, dict[str, int]]:
+    """agent → sessions, turns, tool calls, errors, input and output tokens of the selected turns."""
+    sql, args = _turn_selection(repo, session_id, since)
+    sql = sql.replace("FROM turns t WHERE", "FROM turns t JOIN sessions s ON s.session_id = t.session_id WHERE", 1)
+    return {r[0]: {"sessions": r[1], "turns": r[2], "tool_calls": r[3], "tool_errors": r[4],
+                   "input_tokens": r[5], "output_tokens": r[6]}
+            for r in catalog.db.execute(
+                "SELECT s.agent, COUNT(DISTINCT t.session_id), COUNT(*), COALESCE(SUM(t.tool_call_count), 0), "
+                "COALESCE(SUM(t.tool_error_count), 0), COALESCE(SUM(t.input_tokens), 0), "
+                f"COALESCE(SUM(t.output_tokens), 0) {sql} GROUP BY s.agent ORDER BY COUNT(*) DESC", args)}
+
+
 def turn_durations(catalog: Catalog, repo: str | None, session_id: str | None, since: str | None) -> list[int]:
     """The durations (ms) of the selected turns that have one."""
     sql, args = _turn_selection(repo, session_id, since)

@@ -33,6 +33,19 @@ def source_roots(disabled: list[str] | tuple[str, ...] = (), environ: Mapping[st
     return roots
 
 
+def source_status(catalog: Catalog, claude_dir: Path, disabled: list[str] | tuple[str, ...] = (),
+                  environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every known source: its folder, whether it is there and read, and its sessions in the catalog."""
+    env = os.environ if environ is None else environ
+    counts = scan_state.agent_counts(catalog)
+    out = []
+    for name, source in SOURCES.items():
+        root = claude_dir if getattr(source, "incremental", False) else source.default_root(env)
+        out.append({"name": name, "label": source.label, "root": str(root), "found": root.is_dir(),
+                    "enabled": name not in disabled, "sessions": counts.get(name, 0)})
+    return out
+
+
 def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: dict[str, FileState], report: Any) -> None:
     """Bring the catalog up to date with the sessions under `roots` ({agent: folder}); counts go to
     `report` (a `ScanReport`: its `agents` per agent, `errors`, and the session totals)."""

@@ -21,13 +21,14 @@ class SessionNotFound(JackedError):
     """The session reference matches nothing, or more than one session."""
 
 
-SESSION_FIELDS = ("session_id", "repo_name", "cwd", "started_at", "ended_at", "turn_count", "title")
+SESSION_FIELDS = ("session_id", "agent", "repo_name", "cwd", "started_at", "ended_at", "turn_count", "title")
 
 
 def session_summary(row: dict[str, Any]) -> dict[str, Any]:
     """The `sessions --json` fields of a session row, plus a few helpful extras."""
     out = {k: row.get(k) for k in SESSION_FIELDS}
     out["title"] = row.get("title") or None
+    out["agent"] = row.get("agent") or "claude"
     out.update({
         # a first prompt can be a pasted file: a list shows its head (`show` has it whole)
         "first_prompt": _head(row.get("first_prompt"), FIRST_PROMPT_CHARS), "git_branch": row.get("git_branch"), "slug": row.get("slug"),
@@ -147,11 +148,13 @@ def session_files_for_path(path: Path) -> SessionFiles:
     return files
 
 
-def catalog_for_path(path: Path, plans_dir: Path | None = None) -> tuple[Catalog, str, ScanReport]:
-    """An in-memory catalog holding just the session of the transcript at `path`."""
+def catalog_for_path(path: Path, plans_dir: Path | None = None,
+                     catalog: Catalog | None = None) -> tuple[Catalog, str, ScanReport]:
+    """An in-memory catalog holding just the session of the transcript at `path` (with
+    `catalog`: that one, the session added to it)."""
     if not path.is_file():
         raise SessionNotFound(f"no transcript file at {path}")
-    catalog = Catalog(Path(":memory:"))
+    catalog = catalog if catalog is not None else Catalog(Path(":memory:"))
     root = Path(plans_dir).parent if plans_dir else Path(tempfile.gettempdir())
     scanner = Scanner(catalog, root)
     report = ScanReport()

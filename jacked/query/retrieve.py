@@ -37,6 +37,7 @@ import orjson
 from jacked.catalog import Catalog, retrieve_queries
 from jacked.errors import JackedError
 from jacked.index.extract import MIN_SUBAGENT_SUMMARY
+from jacked.sources.registry import label_of
 from jacked.query.budget import Fitted, fit, settle
 from jacked.query.budget import capacity as capacity_for  # `capacity` is a local name below
 from jacked.query.staleness import Staleness, assess, touched_files
@@ -279,6 +280,7 @@ def _session_header(s: SessionCtx, n_sessions: int, tokens: int, now: datetime) 
     ended = row.get("ended_at") or row.get("started_at")
     lines = [f"--- Session {s.position}/{n_sessions}: {s.session_id} ({_fmt(tokens)} tokens) ---",
              f"Title: {title}",
+             f"Agent: {label_of(row.get('agent'))}",
              f"Repo: {row.get('repo_name') or '-'} ({row.get('cwd') or '?'}) · branch {row.get('git_branch') or '-'}"
              f" · {row.get('turn_count') or 0} turns · ended {relative_age(ended, now)}"
              f" ({(ended or '?')[:16].replace('T', ' ')})"]
@@ -437,6 +439,7 @@ def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budg
         items = sorted(chosen.get(s.session_id, []), key=lambda it: (_group_rank(it.group), it.order))
         out_sessions.append({
             "session_id": s.session_id, "tokens": sess_tokens.get(s.session_id, 0),
+            "agent": s.row.get("agent") or "claude",
             "repo_name": s.row.get("repo_name"), "cwd": s.row.get("cwd"), "title": s.row.get("title"),
             "started_at": s.row.get("started_at"), "ended_at": s.row.get("ended_at"),
             "age": s.staleness.age, "staleness": s.staleness.to_json(), "resume": s.resume_hint,

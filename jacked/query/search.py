@@ -33,7 +33,7 @@ MAX_QUERY_CHARS = 2000
 CANDIDATES = 150  # points each leg (dense, BM25) brings to the session fusion
 # What ranking needs of a point the catalog does not know (a teammate's, on a server).
 KEY_FIELDS = ["session_id", "content_hash", "user_name", "repo_name", "session_started_at", "session_ended_at",
-              "timestamp"]
+              "timestamp", "agent"]
 # What a shown match needs.
 SHOW_FIELDS = ["content_type", "text", "turn_index", "title"]
 EXACT_CHECKED = 30  # the best lexical hits whose text is read for a verbatim match
@@ -386,7 +386,8 @@ def _result(sid: str, s: _Session, points: list[dict[str, Any]], payloads: dict[
     shown = [(p, payloads.get(p["id"], {})) for p in points]
     return {
         "session_id": sid, "score": round(score, 6), "relevance": round(relevance, 6),
-        "exact": s.exact, "repo_name": m.get("repo_name"), "user_name": m.get("user_name"), "timestamp": ended,
+        "exact": s.exact, "repo_name": m.get("repo_name"), "user_name": m.get("user_name"),
+        "agent": m.get("agent") or "claude", "timestamp": ended,
         "started_at": m.get("session_started_at"), "age": relative_age(ended, now),
         "title": next((pl.get("title") for _, pl in shown if pl.get("title")), None),
         "_dup": _content_key(s, points),

@@ -62,6 +62,7 @@ def compute_stats(catalog: Catalog, q: StatsQuery) -> dict[str, Any]:
         "filters": {"repo": q.repo, "since": q.since, "since_iso": since, "session": q.session_id,
                     "tool": q.tool, "include_subagents": q.include_subagents},
         "sessions": totals["sessions"], "turns": totals["turns"],
+        "by_agent": stats_queries.totals_by_agent(catalog, q.repo, q.session_id, since),
         "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"],
                    "by_model": stats_queries.tokens_by_model(catalog, q.repo, q.session_id, since,
                                                              q.include_subagents)},

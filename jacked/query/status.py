@@ -30,6 +30,9 @@ def status(settings: Settings) -> dict[str, Any]:
     # full (transcript on disk), archived-only (Claude Code deleted it), prompt-only (history.jsonl)
     out["sessions_by_source"] = source_counts(catalog)
     out["history_file"] = history_file_state(catalog, settings.claude_dir)
+    from jacked.ingest.agents import source_status
+
+    out["sources"] = source_status(catalog, settings.claude_dir, settings.disabled_sources)
     out["turns"] = totals["turns"]
     out["sessions_indexed"] = catalog.indexed_session_count(settings.user_name)
     return out

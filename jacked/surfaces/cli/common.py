@@ -59,8 +59,11 @@ def service(scan: bool = True) -> Jacked:
 
 
 def require_projects(s: Settings) -> None:
-    """Stop with one line when the Claude directory has no projects folder."""
-    if not s.projects_dir.is_dir():
+    """Stop with one line when there is nothing to read: no projects folder in the Claude directory
+    and no other agent's folder (Codex CLI, Gemini CLI, opencode)."""
+    from jacked.ingest.agents import source_roots
+
+    if not s.projects_dir.is_dir() and not source_roots(s.disabled_sources):
         raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
 
 

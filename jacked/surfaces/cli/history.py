@@ -6,6 +6,7 @@ from typing import Any, Optional
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, progress_bar, require_projects, service, warn
+from jacked.sources.registry import label_of
 
 
 def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan report as JSON.")) -> None:
@@ -48,8 +49,9 @@ def sessions_cmd(
     for r in rows:
         label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
-        typer.echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {str(r['repo_name'] or '-')[:22]:22} "
-                   f"{r['turn_count']:>3} turns  {mark + ' ' if mark else ''}{label[:70]}")
+        typer.echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {r.get('agent') or 'claude':8} "
+                   f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} turns  {mark + ' ' if mark else ''}"
+                   f"{label[:70]}")
 
 
 # How a session whose transcript is gone is marked in text output (`sessions`, `search`).
@@ -131,7 +133,8 @@ def render_header(row: dict[str, Any], data: dict[str, Any]) -> str:
 
     title = row.get("title") or _one_line(row.get("first_prompt"))[:80] or "(untitled)"
     lines = [f"[bold]{escape(title)}[/bold]",
-             f"[dim]{row.get('session_id')} · {row.get('repo_name') or '-'} ({row.get('cwd') or '?'}) · "
+             f"[dim]{row.get('session_id')} · {label_of(row.get('agent'))} · {row.get('repo_name') or '-'} "
+             f"({row.get('cwd') or '?'}) · "
              f"branch {row.get('git_branch') or '-'} · {row.get('started_at') or '?'} → {row.get('ended_at') or '?'} · "
              f"v{row.get('version_first') or '?'} · {row.get('turn_count')} turns[/dim]"]
     note = SOURCE_NOTES.get(row.get("source") or "")

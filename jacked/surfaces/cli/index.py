@@ -71,6 +71,9 @@ def status_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."
     typer.echo(f"  sessions: {by_source.get('transcript', 0)} full, {by_source.get('archive', 0)} archived-only "
                f"(transcript deleted, kept in the archive), {by_source.get('history', 0)} prompt-only "
                f"(from history.jsonl)")
+    for src in data.get("sources") or []:
+        state = ("off (disabled_sources)" if not src["enabled"] else "read" if src["found"] else "not found")
+        typer.echo(f"  {src['label']:12s} {src['sessions']:6d} sessions · {state} · {src['root']}")
     for k, v in data["points_by_type"].items():
         typer.echo(f"  {k:20s} {v}")
     for k, v in data["points_by_user"].items():

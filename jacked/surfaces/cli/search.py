@@ -82,7 +82,7 @@ def _print_human(result: dict[str, Any]) -> None:
         label = r.get("title") or r.get("first_prompt") or ""
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
         exact = "= " if r.get("exact") else ""
-        typer.echo(f"{i:>2}. {exact}{r['score']:.4f}  {r.get('repo_name') or '-'}  {r['age']}  "
+        typer.echo(f"{i:>2}. {exact}{r['score']:.4f}  {r.get('agent') or 'claude'}  {r.get('repo_name') or '-'}  {r['age']}  "
                    f"{r.get('user_name') or ''}  {r['session_id'][:8]}  {mark + ' ' if mark else ''}{label[:80]}")
         for m in r["matches"]:
             typer.echo(f"      [{m['content_type']}] {m['text'][:160]}")
