@@ -91,16 +91,39 @@ class Jacked:
     def session(self, ref: str) -> tuple[Catalog, str]:
         """(catalog, session id) for an id, a prefix or a transcript path; a transcript outside the
         Claude directory is read into an in-memory catalog of its own (the main one is not scanned)."""
-        path = Path(ref).expanduser()
-        if path.suffix == ".jsonl" and path.is_file() and not _inside(path, self.settings.projects_dir):
-            from jacked.query.history import catalog_for_path
+        catalog, ids = self.sessions_of([ref])
+        return catalog, ids[0]
 
+    def sessions_of(self, refs: list[str]) -> tuple[Catalog, list[str]]:
+        """(catalog, session ids) for ids, prefixes or transcript paths, each read as `session`
+        reads one (what every command given sessions uses): transcripts outside the Claude
+        directory go into one in-memory catalog of their own, so they cannot be mixed with
+        cataloged sessions in one call."""
+        outside = [Path(r).expanduser() for r in refs if self._outside(r)]
+        if not outside:
+            return self.fresh(), [self.session_id(r) for r in refs]
+        if len(outside) < len(refs):
+            raise JackedError("transcript files outside the Claude directory and cataloged sessions cannot be "
+                              "mixed in one call: give them separately")
+        from jacked.query.history import catalog_for_path
+
+        catalog: Catalog | None = None
+        ids = []
+        for path in outside:
             parents = path.resolve().parents
-            catalog, sid, report = catalog_for_path(path, parents[2] / "plans" if len(parents) > 2 else None)
+            catalog, sid, report = catalog_for_path(path, parents[2] / "plans" if len(parents) > 2 else None, catalog)
             if report.lines_skipped:
                 self._say(f"jacked: skipped {report.lines_skipped} unreadable line(s) of {path}")
-            return catalog, sid
-        return self.fresh(), self.session_id(ref)
+            for err in report.errors[:5]:
+                self._say(f"jacked: skipped {err}")
+            ids.append(sid)
+        assert catalog is not None
+        return catalog, ids
+
+    def _outside(self, ref: str) -> bool:
+        """Whether `ref` is a transcript file outside the Claude directory's projects folder."""
+        path = Path(ref).expanduser()
+        return path.suffix == ".jsonl" and path.is_file() and not _inside(path, self.settings.projects_dir)
 
     # ------------------------------------------------------------------ ingest and index
     def scan(self, progress: Callable[[int, int], None] | None = None) -> Any:
@@ -121,6 +144,58 @@ class Jacked:
         report = self.indexer.backfill(rebuild=rebuild, repo=repo, progress=progress)
         self._scanned_at = time.monotonic()
         return report
+
+    def index(self, target: str | None = None) -> Any:
+        """Index one session now (an id, a prefix or a transcript path), or every changed one when
+        `target` is None; the `IndexReport`."""
+        if target is None:
+            return self.backfill()
+        groups = self._groups_for(target)
+        if groups:
+            return self.indexer.index_paths(groups)
+        # Another agent's session, or one whose transcript is gone: the scan cataloged it.
+        return self.indexer.index_sessions([self.session_id(target)])
+
+    def index_queue(self, next_batch: Callable[[], list[Any]], on_open: Callable[[], None],
+                    target_of: Callable[[Any], str], done: Callable[[list[Any]], None],
+                    on_error: Callable[[Exception], None]) -> Any:
+        """Hold the index open and index what `next_batch()` hands out until it returns nothing
+        (the hook's queue: entries that arrive meanwhile are indexed by this same holder). `on_open`
+        is called once the index is held; `done(batch)` after each batch; a target that cannot be
+        resolved goes to `on_error` and the others go on. The `IndexReport`."""
+        from jacked.index.indexer import IndexReport
+        from jacked.ingest.reading import ScanReport
+
+        report = IndexReport(scan=ScanReport())
+        with self.indexer.open_store(on_locked=on_open) as store:
+            while True:
+                batch = next_batch()
+                if not batch:
+                    return report
+                groups = []
+                for item in dict.fromkeys(batch):
+                    try:
+                        groups += self._groups_for(target_of(item))
+                    except Exception as e:  # noqa: BLE001 (one bad entry must not stop the others)
+                        on_error(e)
+                unique = {g.session_id: g for g in groups}
+                self.indexer.index_groups(store, list(unique.values()), report)
+                done(batch)
+
+    def _groups_for(self, target: str) -> list[Any]:
+        """The Claude session files a target names: a transcript path, or a session id or prefix
+        (after a scan, which also catalogs sessions of the other agents: those are indexed below)."""
+        from jacked.query.history import resolve_session, session_files_for_path
+
+        path = Path(target).expanduser()
+        if path.suffix == ".jsonl" and path.is_file():
+            return [session_files_for_path(path)]
+        self.scan()
+        sid = resolve_session(self.catalog, target, self.settings.claude_dir)
+        row = self.catalog.get_session_row(sid) or {}
+        if row.get("file") and Path(row["file"]).is_file() and (row.get("agent") or "claude") == "claude":
+            return [session_files_for_path(Path(row["file"]))]
+        return []  # the transcript is gone, or another agent's: the scan above cataloged it
 
     def cleardb(self) -> int:
         """Delete this user's points and index state; how many points went."""
@@ -182,8 +257,8 @@ class Jacked:
         """Context from sessions (ids, prefixes or paths) fitted into `budget` tokens; a `RetrieveResult`."""
         from jacked.query.retrieve import retrieve
 
-        ids = [self.session_id(r) for r in refs]
-        return retrieve(self.catalog, ids, mode=mode,
+        catalog, ids = self.sessions_of(refs)
+        return retrieve(catalog, ids, mode=mode,
                         budget=budget if budget is not None else self.settings.default_max_tokens,
                         margin=self.settings.token_safety_margin, check_git=check_git, warn=self.warn)
 
@@ -243,8 +318,9 @@ class Jacked:
         """One object per session (of `refs`, or all): the `sessions` fields plus its turns."""
         from jacked.query.history import export_rows
 
-        ids = [self.session_id(r) for r in refs] if refs else None
-        return export_rows(self.fresh(), ids)
+        if not refs:
+            return export_rows(self.fresh(), None)
+        return export_rows(*self.sessions_of(refs))
 
     def timeline(self, query: Any, session: str | None = None) -> list[dict[str, Any]]:
         """Events of a session or a repo (`query`: a `TimelineQuery`). `session`: an id, prefix or
@@ -267,9 +343,10 @@ class Jacked:
         path to resolve into it)."""
         from jacked.query.stats import compute_stats
 
-        if session is not None:
-            query = dataclasses.replace(query, session_id=self.session_id(session))
-        return compute_stats(self.fresh(), query)
+        if session is None:
+            return compute_stats(self.fresh(), query)
+        catalog, sid = self.session(session)
+        return compute_stats(catalog, dataclasses.replace(query, session_id=sid))
 
     def summaries(self, ref: str) -> tuple[str, dict[int, dict[str, Any]], dict[str, Any] | None]:
         """(session id, turn index → turn summary, session summary), brought up to date."""

@@ -175,6 +175,16 @@ class Indexer:
         report.seconds = time.perf_counter() - t0
         return report
 
+    def index_sessions(self, session_ids: list[str]) -> IndexReport:
+        """Index these cataloged sessions (already scanned) when they changed."""
+        t0 = time.perf_counter()
+        report = IndexReport(scan=ScanReport())
+        with self.open_store() as store:
+            self._upgrade_payloads(store)
+            self._index_sessions(store, session_ids, report, None)
+        report.seconds = time.perf_counter() - t0
+        return report
+
     def index_groups(self, store: Any, groups: list[Any], report: IndexReport,
                      progress: Progress | None = None) -> None:
         """Scan and index session groups into an already open store."""

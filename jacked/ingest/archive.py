@@ -354,7 +354,7 @@ class Archive:
 
     def _restore_missing(self, scanner: SessionReader, report: ScanReport, discovered: set[str]) -> list[str]:
         rows = archive_queries.main_entries(self.db, str(self.claude_dir))
-        gone = [Entry(**r) for r in rows if r["source"] not in discovered and not os.path.exists(r["source"])]
+        gone = [Entry(**r) for r in rows if r["source"] not in discovered and _gone(r["source"])]
         if not gone:
             return []
         seen = set(report.session_ids)
@@ -442,6 +442,18 @@ class Archive:
         if sid not in report.session_ids:
             report.session_ids.append(sid)
         return sid
+
+
+def _gone(path: str) -> bool:
+    """Whether a transcript is gone for sure: not when it is only out of reach (a folder that
+    cannot be listed: its sessions stay as they were cataloged, not taken for deleted)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 class _Restorer(SessionReader):

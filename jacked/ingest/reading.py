@@ -139,7 +139,7 @@ class SessionReader:
                 if stats is None:
                     unchanged.append(group.session_id)
             except OSError as e:
-                report.errors.append(f"{group.session_id}: {e.strerror or e}")
+                report.errors.append(_file_error(group, e))
                 stats = None
             if stats is None:
                 done += 1
@@ -187,7 +187,7 @@ class SessionReader:
         try:
             return group, self._build(group, stats, counters), None, counters
         except OSError as e:
-            return group, None, f"{group.session_id}: {e.strerror or e}", counters
+            return group, None, _file_error(group, e), counters
 
     def write_batch(self, items: list[tuple[Any, ...]], report: ScanReport) -> None:
         """Write `build_safely` results in one transaction and count them."""
@@ -252,7 +252,11 @@ class SessionReader:
                 states.append(st)
         subs = []
         for sf in group.subagents + group.compactions:
-            b, st = self._read_file(sf.path, stats[sf.path], "subagent", sf.layout, group, report)
+            try:
+                b, st = self._read_file(sf.path, stats[sf.path], "subagent", sf.layout, group, report)
+            except OSError as e:  # one unreadable agent file: the session is kept without it
+                report.errors.append(f"{sf.path}: {e.strerror or e}: not read, the rest of the session is kept")
+                continue
             if st:
                 states.append(st)
             subs.append((b, sf.layout, subagent_meta(sf)))
@@ -360,6 +364,11 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _file_error(group: SessionFiles, e: OSError) -> str:
+    """The line of a session skipped for a file it could not read: the file, else the session."""
+    return f"{e.filename or group.session_id}: {e.strerror or e}: session {group.session_id} not read"
 
 
 def _merge(report: ScanReport, part: ScanReport) -> None:

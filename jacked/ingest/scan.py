@@ -48,7 +48,7 @@ class Scanner(SessionReader):
         """Scan every session (or those `only` accepts); `progress(done, total)` is called per session."""
         t0 = time.perf_counter()
         report = ScanReport()
-        groups = discover(self.projects_dir, self._flat_parent)
+        groups = discover(self.projects_dir, self._flat_parent, report.errors)
         if only is not None:
             groups = [g for g in groups if only(g)]
         report.session_ids = [g.session_id for g in groups]

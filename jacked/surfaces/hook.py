@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from jacked.config import Settings
+from jacked.index.indexer import IndexReport
+from jacked.service import Jacked
 from jacked.surfaces.hookqueue import CLAIM_POLL_SECONDS, Claimer, HookQueue
-from jacked.index.indexer import Indexer, IndexReport
-from jacked.ingest.scan import ScanReport
 
 LOG_MAX_BYTES = 1 << 20
 # How long the hook waits for its child to get hold of the index before returning anyway.
@@ -41,53 +41,33 @@ def log_problem(home: Path, message: str) -> None:
         pass
 
 
-def groups_for_target(indexer: Indexer, target: str) -> list[Any]:
-    """The session files a target names: a transcript path, or a session id or prefix."""
-    from jacked.query.history import resolve_session, session_files_for_path
-    from jacked.ingest.agents import source_roots
-    from jacked.ingest.scan import Scanner
-
-    path = Path(target).expanduser()
-    if path.suffix == ".jsonl" and path.is_file():
-        return [session_files_for_path(path)]
-    Scanner(indexer.catalog, indexer.settings.claude_dir, source_roots(indexer.settings.disabled_sources)).scan()
-    sid = resolve_session(indexer.catalog, target, indexer.settings.claude_dir)
-    row = indexer.catalog.get_session_row(sid) or {}
-    if row.get("file") and Path(row["file"]).is_file():
-        return [session_files_for_path(Path(row["file"]))]
-    return []  # the transcript is gone: what the catalog has is already indexed by the scan above
-
-
 def index_target(settings: Settings, target: str | None) -> IndexReport:
     """Index a session given by id, prefix or transcript path; everything when `target` is None."""
-    indexer = Indexer(settings)
-    if target is None:
-        return indexer.backfill()
-    return indexer.index_paths(groups_for_target(indexer, target))
+    return Jacked(settings, scan=False).index(target)
 
 
 def drain_queue(settings: Settings, on_open: Callable[[], None]) -> None:
     """Hold the index and index every queued hook entry, including ones that arrive meanwhile."""
-    indexer = Indexer(settings)
-    report = IndexReport(scan=ScanReport())
-    with indexer.open_store(on_locked=on_open) as store:
+    claimer: Claimer | None = None
+
+    def started() -> None:
+        nonlocal claimer
         claimer = Claimer(HookQueue(settings.home)).start()
-        stopped = False
-        while True:
-            items = claimer.pop_all()
-            if not items and not stopped:
-                items, stopped = claimer.stop(), True
-            if not items:
-                break
-            groups = []
-            for _, target in dict.fromkeys(items):
-                try:
-                    groups += groups_for_target(indexer, target)
-                except Exception as e:  # one bad entry must not stop the others
-                    _log_exception(Path(settings.home), e)
-            unique = {g.session_id: g for g in groups}
-            indexer.index_groups(store, list(unique.values()), report)
-            HookQueue.done(items)
+        on_open()
+
+    stopped = False
+
+    def next_batch() -> list[Any]:
+        nonlocal stopped
+        assert claimer is not None
+        items = claimer.pop_all()
+        if not items and not stopped:
+            items, stopped = claimer.stop(), True
+        return items
+
+    Jacked(settings, scan=False).index_queue(
+        next_batch, on_open=started, target_of=lambda item: item[1], done=HookQueue.done,
+        on_error=lambda e: _log_exception(Path(settings.home), e))
 
 
 def parse_hook_input(raw: str) -> dict[str, Any]:

@@ -10,9 +10,12 @@ What install touches, all under the Claude directory unless noted:
   Claude directory when it holds one or when it is not the default `~/.claude`, else
   `~/.claude.json`) get `jacked` as a stdio server (`<jacked> mcp`).
 
-Guarantees: idempotent (a second install writes nothing); a timestamped backup of every
-file before it is written (`<claude dir>/jacked-backups/`, mode 0600); the user's other
-settings and hooks are left as they are; uninstall removes exactly what install added.
+Guarantees: idempotent (a second install writes nothing); all or nothing (every file is read
+and checked before any is written: a file jacked must not touch stops the run with nothing
+changed); a timestamped backup of every file before it is written (`<claude dir>/jacked-backups/`,
+mode 0600); a symlinked file is written through to its target (a dotfiles repo stays the one
+copy); the user's other settings and hooks are left as they are; uninstall removes exactly
+what install added.
 For byte identity, the state file (`<claude dir>/jacked-install.json`) remembers each
 JSON file's bytes from before jacked's additions and a hash of what install wrote: when
 the file is still exactly what install wrote, uninstall puts the old bytes back; when
@@ -124,6 +127,7 @@ def _read(path: Path) -> bytes | None:
 
 
 def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    path = Path(os.path.realpath(path))  # through a symlink (e.g. into a dotfiles repo): the link stays
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         try:
@@ -144,7 +148,9 @@ class _Ctx:
         raw = _read(self.state_path)
         try:
             self.state: dict[str, Any] = json.loads(raw) if raw else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, not UTF-8: start afresh
+            self.state = {}
+        if not isinstance(self.state, dict) or not isinstance(self.state.get("files", {}), dict):
             self.state = {}
         self.state.setdefault("version", 1)
         self.state.setdefault("files", {})
@@ -172,13 +178,25 @@ class _Ctx:
 def _load_json(path: Path, raw: bytes | None) -> dict[str, Any]:
     if raw is None or not raw.strip():
         return {}
+    untouched = "fix it first; jacked leaves it untouched"
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as e:
         raise InstallError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno} ({e.msg}): "
-                           f"fix it first; jacked leaves it untouched") from None
+                           f"{untouched}") from None
+    except UnicodeDecodeError as e:
+        raise InstallError(f"{path}: not UTF-8 text (byte {e.start}): {untouched}") from None
+    except RecursionError:
+        raise InstallError(f"{path}: JSON nested too deeply to read: {untouched}") from None
     if not isinstance(data, dict):
-        raise InstallError(f"{path}: expected a JSON object; jacked leaves it untouched")
+        found = {str: "a string", list: "an array", bool: "true or false", type(None): "null"}.get(
+            type(data), "a number")
+        raise InstallError(f"{path}: expected a JSON object, found {found}; jacked leaves it untouched")
+    try:
+        _dump(data)
+    except UnicodeEncodeError:
+        raise InstallError(f"{path}: holds a lone surrogate escape (like \\ud800), which is not text: "
+                           f"{untouched}") from None
     return data
 
 
@@ -186,9 +204,19 @@ def _dump(data: dict[str, Any]) -> bytes:
     return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+Step = Callable[[], None]  # a write planned by install or uninstall, run once every file passed its checks
+
+
+def _run(steps: list[Step]) -> None:
+    for step in steps:
+        step()
+
+
 def _edit_json(ctx: _Ctx, path: Path, key: str, add: Callable[[dict[str, Any]], None],
-               remove: Callable[[dict[str, Any]], bool]) -> None:
-    """Merge jacked's entries into a JSON file, remembering its bytes from before them."""
+               remove: Callable[[dict[str, Any]], bool]) -> Step:
+    """Plan merging jacked's entries into a JSON file, remembering its bytes from before them:
+    the file is read and checked now (InstallError when jacked must not touch it), written by
+    the returned step."""
     raw = _read(path)
     data = _load_json(path, raw)
     entry = ctx.state["files"].get(key)
@@ -203,40 +231,57 @@ def _edit_json(ctx: _Ctx, path: Path, key: str, add: Callable[[dict[str, Any]], 
     add(data)
     new = _dump(data)
     if raw is not None and json.loads(raw or b"{}") == data and had_ours:
-        ctx.report.unchanged.append(str(path))
-        if entry is None:  # entries found but no state (e.g. state file lost): remember them now
-            ctx.state["files"][key] = {"path": str(path), "pre_b64": base64.b64encode(pre).decode() if pre is not None
-                                       else None, "post_sha256": _sha(raw)}
-        return
-    ctx.backup(path)
-    _write_atomic(path, new)
-    ctx.state["files"][key] = {"path": str(path), "pre_b64": base64.b64encode(pre).decode() if pre is not None else None,
-                               "post_sha256": _sha(new)}
-    ctx.report.changed.append(str(path))
+        def keep() -> None:
+            ctx.report.unchanged.append(str(path))
+            if entry is None:  # entries found but no state (e.g. state file lost): remember them now
+                ctx.state["files"][key] = {"path": str(path), "pre_b64": base64.b64encode(pre).decode()
+                                           if pre is not None else None, "post_sha256": _sha(raw)}
+        return keep
 
-
-def _unedit_json(ctx: _Ctx, path: Path, key: str, remove: Callable[[dict[str, Any]], bool]) -> None:
-    """Take jacked's entries out of a JSON file: the old bytes back when nothing else changed."""
-    raw = _read(path)
-    entry = ctx.state["files"].pop(key, None)
-    if raw is None:
-        return
-    if entry and _sha(raw) == entry.get("post_sha256"):
+    def write() -> None:
         ctx.backup(path)
-        pre = entry.get("pre_b64")
-        if pre is None:
-            path.unlink()
-        else:
-            _write_atomic(path, base64.b64decode(pre))
+        _write_atomic(path, new)
+        ctx.state["files"][key] = {"path": str(path), "pre_b64": base64.b64encode(pre).decode()
+                                   if pre is not None else None, "post_sha256": _sha(new)}
         ctx.report.changed.append(str(path))
-        return
+    return write
+
+
+def _unedit_json(ctx: _Ctx, path: Path, key: str, remove: Callable[[dict[str, Any]], bool]) -> Step:
+    """Plan taking jacked's entries out of a JSON file: the old bytes back when nothing else
+    changed. Read and checked now, written by the returned step."""
+    raw = _read(path)
+    entry = ctx.state["files"].get(key)
+
+    def forget() -> None:
+        ctx.state["files"].pop(key, None)
+
+    if raw is None:
+        return forget
+    if entry and _sha(raw) == entry.get("post_sha256"):
+        def put_back() -> None:
+            forget()
+            ctx.backup(path)
+            pre = entry.get("pre_b64")
+            if pre is None:
+                path.unlink()
+            else:
+                _write_atomic(path, base64.b64decode(pre))
+            ctx.report.changed.append(str(path))
+        return put_back
     data = _load_json(path, raw)
     if not remove(data):
-        ctx.report.unchanged.append(str(path))
-        return
-    ctx.backup(path)
-    _write_atomic(path, _dump(data))
-    ctx.report.changed.append(str(path))
+        def keep() -> None:
+            forget()
+            ctx.report.unchanged.append(str(path))
+        return keep
+
+    def write() -> None:
+        forget()
+        ctx.backup(path)
+        _write_atomic(path, _dump(data))
+        ctx.report.changed.append(str(path))
+    return write
 
 
 # --------------------------------------------------------------------------- hooks
@@ -358,16 +403,19 @@ def install(claude_dir: Path, hooks: bool = True, skill: bool = True, recall: bo
     report = InstallReport()
     ctx = _Ctx(claude_dir, report)
     exe = exe or jacked_command()
+    steps: list[Step] = []  # every file is checked before the first one is written
     if skill:
-        _install_skill(ctx)
+        steps.append(lambda: _install_skill(ctx))
     if hooks or recall:
         wanted = _wanted_hooks(exe, index=hooks, recall=recall)
-        _edit_json(ctx, claude_dir / "settings.json", "settings", lambda d: _add_hooks(d, wanted), _remove_hooks)
+        steps.append(_edit_json(ctx, claude_dir / "settings.json", "settings", lambda d: _add_hooks(d, wanted),
+                                _remove_hooks))
     if mcp:
         path = mcp_path or mcp_config_path(claude_dir)
-        _edit_json(ctx, path, "mcp", lambda d: _add_mcp(d, exe), _remove_mcp)
-        if str(path) in report.changed:
-            report.notes.append(f"MCP server `{MCP_NAME}` registered in {path} (user scope): restart Claude Code")
+        steps.append(_edit_json(ctx, path, "mcp", lambda d: _add_mcp(d, exe), _remove_mcp))
+    _run(steps)
+    if mcp and str(path) in report.changed:
+        report.notes.append(f"MCP server `{MCP_NAME}` registered in {path} (user scope): restart Claude Code")
     ctx.save_state()
     return report
 
@@ -377,11 +425,12 @@ def uninstall(claude_dir: Path, mcp_path: Path | None = None) -> InstallReport:
     claude_dir = Path(claude_dir)
     report = InstallReport()
     ctx = _Ctx(claude_dir, report)
-    _uninstall_skill(ctx)
-    _unedit_json(ctx, claude_dir / "settings.json", "settings", _remove_hooks)
     mcp_file = Path(ctx.state["files"]["mcp"]["path"]) if "mcp" in ctx.state["files"] else (
         mcp_path or mcp_config_path(claude_dir))
-    _unedit_json(ctx, mcp_file, "mcp", _remove_mcp)
+    steps = [_unedit_json(ctx, claude_dir / "settings.json", "settings", _remove_hooks),
+             _unedit_json(ctx, mcp_file, "mcp", _remove_mcp)]  # both checked before anything is removed
+    _uninstall_skill(ctx)
+    _run(steps)
     ctx.save_state()
     return report
 

@@ -202,8 +202,8 @@ class JackedService:
                  file: str | None = None, offset: int = 0, limit: int = 50) -> str:
         from jacked.query.timeline import TimelineQuery
 
-        sid = self.jacked.session_id(session_id) if session_id else None
-        events = self.jacked.timeline(TimelineQuery(session_id=sid, types=types or None, repo=repo, file=file))
+        events = self.jacked.timeline(TimelineQuery(types=types or None, repo=repo, file=file),
+                                      session=session_id or None)
         return page(events, offset, limit)
 
     def file_history(self, path: str, repo: str | None = None, offset: int = 0, limit: int = 20) -> str:
@@ -213,15 +213,13 @@ class JackedService:
               tool: str | None = None, top: int = 10) -> str:
         from jacked.query.stats import StatsQuery
 
-        sid = self.jacked.session_id(session_id) if session_id else None
-        return bounded(self.jacked.stats(StatsQuery(repo=repo, since=since, session_id=sid, tool=tool,
-                                                    top=max(1, min(top, 50)))))
+        return bounded(self.jacked.stats(StatsQuery(repo=repo, since=since, tool=tool, top=max(1, min(top, 50))),
+                                         session=session_id or None))
 
     def restore(self, session_id: str, max_tokens: int = 4000) -> str:
         brief = self.jacked.restore(session_id, max(1, min(max_tokens, MAX_RESULT_TOKENS - 1000)))
-        sid = self.jacked.session_id(session_id)
-        return dumps({"session_id": sid, "budget": brief.budget, "used": brief.used, "omitted": brief.omitted,
-                      "brief": brief.text})
+        return dumps({"session_id": brief.session_id, "budget": brief.budget, "used": brief.used,
+                      "omitted": brief.omitted, "brief": brief.text})
 
 
 def build_server(settings: Settings, scan: bool = True) -> Any:

@@ -53,21 +53,28 @@ _UNITS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 
 
 class TimeParseError(JackedError, ValueError):
-    """A `--since` value that is neither a duration nor a date."""
+    """A `--since` value that is neither a duration nor a date, or out of the calendar's range."""
 
 
-def parse_since(value: str, now: datetime | None = None) -> datetime:
-    """`7d`, `2w`, `3m`, `1y`, `12h`, `today`, `yesterday` or an ISO date/time → a UTC datetime."""
+def parse_since(value: str, now: datetime | None = None, option: str = "--since") -> datetime:
+    """`7d`, `2w`, `3m`, `1y`, `12h`, `today`, `yesterday` or an ISO date/time → a UTC datetime.
+
+    A value that is neither, or that falls outside years 1 to 9999 (`99999y`; a date whose zone
+    moves it out), raises `TimeParseError`, its message naming `option` (e.g. `until`)."""
     now = now or now_utc()
     v = value.strip().lower()
-    if v == "today":
-        return now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if v == "yesterday":
-        return now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
     m = _SINCE.match(v)
-    if m:
-        return now - timedelta(days=float(m.group(1)) * _UNITS[m.group(2)])
-    dt = parse_ts(value.strip())
-    if dt is None:
-        raise TimeParseError(f"cannot read --since {value!r}: use e.g. 7d, 2w, 3m, 1y or a date like 2026-01-31")
-    return dt
+    try:
+        if v == "today":
+            return now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if v == "yesterday":
+            return now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
+        if m:
+            return now - timedelta(days=float(m.group(1)) * _UNITS[m.group(2)])
+        dt = parse_ts(value.strip())
+        if dt is None:
+            raise TimeParseError(f"cannot read {option} {value!r}: use e.g. 7d, 2w, 3m, 1y or a date like 2026-01-31")
+        return dt.astimezone(timezone.utc)
+    except OverflowError:  # a duration too long, or a date's zone shifting it out of range
+        raise TimeParseError(f"{option} {value!r} is out of range (dates run from year 1 to 9999): "
+                             "use a shorter duration or a date like 2026-01-31") from None

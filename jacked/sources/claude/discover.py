@@ -16,7 +16,7 @@ Layouts handled (DESIGN "Transcript format notes"):
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,12 +95,16 @@ def classify_agent_file(path: Path, meta_path: Path | None = None,
     return SubagentFile(path, layout, meta_path)
 
 
-def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | None = None) -> list[SessionFiles]:
+def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | None = None,
+             errors: list[str] | None = None) -> list[SessionFiles]:
     """Every session under `projects_dir`, sorted by project folder then session id.
 
     `flat_parent(path)` may answer a flat agent file's parent from a cache; when it returns
-    None the file's first record is read.
+    None the file's first record is read. A folder that cannot be listed and a transcript name
+    that is not a regular file (a FIFO would block its reader forever) are skipped, each with a
+    line in `errors`; the other sessions are found all the same.
     """
+    errors = [] if errors is None else errors
     sessions: dict[str, SessionFiles] = {}
     moved: dict[str, list[Path]] = {}  # session id -> its tool-results/ files
 
@@ -113,10 +117,14 @@ def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | Non
     if not projects_dir.is_dir():
         return []
     # os.scandir: the entry types come with the listing, so no file is stat-ed here.
-    for project in sorted((e for e in os.scandir(projects_dir) if e.is_dir()), key=lambda e: e.name):
-        for entry in sorted(os.scandir(project.path), key=lambda e: e.name):
+    for project in sorted((e for e in _listing(projects_dir, errors) if _kind(e) == "dir"), key=lambda e: e.name):
+        for entry in sorted(_listing(project.path, errors), key=lambda e: e.name):
             name = entry.name
-            if name.endswith(".jsonl") and not entry.is_dir():
+            kind = _kind(entry)
+            if name.endswith(".jsonl") and kind != "dir":
+                if kind != "file":
+                    errors.append(_not_regular(entry.path))
+                    continue
                 path = Path(entry.path)
                 if name.startswith("agent-"):
                     parent = flat_parent(path) if flat_parent else None
@@ -132,8 +140,8 @@ def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | Non
                         group.subagents.append(SubagentFile(path, "flat"))
                 else:
                     get(path.stem, project.name).main = path
-            elif entry.is_dir():
-                subs, compactions, results = session_dir_files(entry.path)
+            elif kind == "dir":
+                subs, compactions, results = session_dir_files(entry.path, errors)
                 if subs or compactions:
                     group = get(name, project.name)
                     group.subagents.extend(subs)
@@ -146,26 +154,37 @@ def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | Non
     return sorted(sessions.values(), key=lambda s: (s.project_dir, s.session_id))
 
 
-def session_dir_files(session_dir: str | os.PathLike[str]) -> tuple[list[SubagentFile], list[SubagentFile], list[Path]]:
+def session_dir_files(session_dir: str | os.PathLike[str], errors: list[str] | None = None,
+                      ) -> tuple[list[SubagentFile], list[SubagentFile], list[Path]]:
     """(subagent files, compaction files, tool-results files) of a `<session>/` folder.
 
     Agent files anywhere below `subagents/`, each with its `.meta.json` (and, in a workflow
     run's folder, the run's `journal.jsonl`) when the listing shows one: nothing is stat-ed.
-    One listing of the session folder tells which of its parts exist.
+    One listing of the session folder tells which of its parts exist. Only regular files are
+    taken; a folder that cannot be listed and an agent file or tool output that is not a regular
+    file are skipped with a line in `errors`.
     """
+    errors = [] if errors is None else errors
     try:
         with os.scandir(session_dir) as it:
-            present = {e.name for e in it if e.is_dir()}
-    except OSError:  # not a folder, or gone
+            present = {e.name for e in it if _kind(e) == "dir"}
+    except (FileNotFoundError, NotADirectoryError):  # not a folder, or gone
+        return [], [], []
+    except OSError as e:
+        errors.append(_unlistable(session_dir, e))
         return [], [], []
     subs: list[SubagentFile] = []
     compactions: list[SubagentFile] = []
     if "subagents" in present:
-        for folder, _, names in os.walk(os.path.join(session_dir, "subagents")):
-            listed = set(names)
+        for folder, entries in _walk(os.path.join(session_dir, "subagents"), errors):
+            listed = {e.name for e in entries if _kind(e) == "file"}
             journal = Path(folder, JOURNAL_NAME) if JOURNAL_NAME in listed else None
-            for name in names:
+            for entry in entries:
+                name = entry.name
                 if name.startswith("agent-") and name.endswith(".jsonl"):
+                    if name not in listed:
+                        errors.append(_not_regular(entry.path))
+                        continue
                     meta = name[:-len(".jsonl")] + ".meta.json"
                     sf = classify_agent_file(Path(folder, name), Path(folder, meta) if meta in listed else None,
                                              journal)
@@ -177,10 +196,58 @@ def session_dir_files(session_dir: str | os.PathLike[str]) -> tuple[list[Subagen
                         subs.append(sf)
     results: list[Path] = []
     if TOOL_RESULTS_DIR in present:
-        try:
-            with os.scandir(os.path.join(session_dir, TOOL_RESULTS_DIR)) as it:
-                results = [Path(e.path) for e in it if not e.is_dir()]
-        except OSError:
-            results = []
+        for e in _listing(os.path.join(session_dir, TOOL_RESULTS_DIR), errors):
+            kind = _kind(e)
+            if kind == "file":
+                results.append(Path(e.path))
+            elif kind != "dir":
+                errors.append(_not_regular(e.path))
     return (sorted(subs, key=lambda f: f.path), sorted(compactions, key=lambda f: f.path),
             sorted(results))
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    """"dir", "file" (a regular file, S_ISREG) or "other" (a FIFO, socket, device, broken link)
+    of a listed entry, symlinks followed; the type comes with the listing (no stat but for links)."""
+    try:
+        if entry.is_dir():
+            return "dir"
+        return "file" if entry.is_file() else "other"
+    except OSError:
+        return "other"
+
+
+def _listing(folder: str | os.PathLike[str], errors: list[str]) -> list[os.DirEntry[str]]:
+    """The entries of `folder`; none, with a line in `errors`, when it cannot be listed."""
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except FileNotFoundError:  # gone since it was listed
+        return []
+    except OSError as e:
+        errors.append(_unlistable(folder, e))
+        return []
+
+
+def _walk(top: str, errors: list[str]) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """(folder, its entries other than folders) for `top` and every folder below it, like
+    `os.walk` (symlinked folders not followed) but with the listing's entry types, and a line
+    in `errors` for a folder that cannot be listed."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        others: list[os.DirEntry[str]] = []
+        for e in _listing(folder, errors):
+            if _kind(e) != "dir":
+                others.append(e)
+            elif not e.is_symlink():
+                stack.append(e.path)
+        yield folder, others
+
+
+def _unlistable(folder: str | os.PathLike[str], e: OSError) -> str:
+    return f"{os.fspath(folder)}: cannot list this folder ({e.strerror or e}): what it holds is not read"
+
+
+def _not_regular(path: str) -> str:
+    return f"{path}: not a regular file (a FIFO, socket, device or broken link): not read"

@@ -28,7 +28,7 @@ class ClaudeSource:
         return Path(configured).expanduser() if configured else Path(os.path.expanduser("~/.claude"))
 
     def discover(self, root: Path, errors: list[str]) -> Iterable[FoundSession]:
-        for group in discover(root / "projects"):
+        for group in discover(root / "projects", errors=errors):
             paths = group.all_paths()
             yield FoundSession(group.session_id, str(paths[0].absolute()) if paths else group.session_id,
                                paths, stat_fingerprint(paths), extra={"group": group, "plans": root / "plans"})

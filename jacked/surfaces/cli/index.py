@@ -40,7 +40,7 @@ def index_cmd(
 
     if hook:
         raise typer.Exit(hook_lib.run_hook(sys.stdin.read(), settings))
-    report = hook_lib.index_target(settings(), target)
+    report = service(scan=False).index(target)
     if json_out:
         print_json(report.to_json())
     else:
