@@ -66,9 +66,9 @@ DEFAULT_EMBEDDING_MODEL = "jacked/all-MiniLM-L6-v2-int8"  # = jacked.index.embed
 FILE_KEYS: tuple[str, ...] = (
     "backend", "qdrant_url", "qdrant_api_key", "embedding_model", "user_name", "teammate_weight",
     "other_repo_weight", "time_decay_halflife_weeks", "token_safety_margin", "default_max_tokens",
-    "lock_timeout_s", "jacked_home", "disabled_sources",
+    "lock_timeout_s", "jacked_home", "disabled_sources", "archive", "hook_sync", "anthropic_api_key",
 )
-SECRET_KEYS = frozenset({"qdrant_api_key"})
+SECRET_KEYS = frozenset({"qdrant_api_key", "anthropic_api_key"})
 # Names used by the seed's jacked.json; read as the new key when it is absent.
 LEGACY_KEYS = {"qdrant_endpoint": "qdrant_url", "max_context_tokens": "default_max_tokens"}
 # Keys for editors, not settings: `"$schema"` points at jacked-json.schema.json. Read silently.
@@ -79,7 +79,10 @@ ENV_VARS: dict[str, tuple[str, ...]] = {k: (f"JACKED_{k.upper()}",) for k in FIL
 ENV_VARS["jacked_home"] = ("JACKED_HOME",)
 ENV_VARS["qdrant_url"] = ("JACKED_QDRANT_URL", "QDRANT_CLAUDE_SESSIONS_ENDPOINT")
 ENV_VARS["qdrant_api_key"] = ("JACKED_QDRANT_API_KEY", "QDRANT_CLAUDE_SESSIONS_API_KEY")
-NOT_MIGRATED = frozenset({"jacked_home", "user_name"})
+ENV_VARS["anthropic_api_key"] = ("JACKED_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
+# Read from the environment each run, never copied into the file: a per-run switch, or another
+# program's secret (ANTHROPIC_API_KEY) that does not belong in jacked's file.
+NOT_MIGRATED = frozenset({"jacked_home", "user_name", "archive", "hook_sync", "anthropic_api_key", "disabled_sources"})
 
 # What each key accepts, for error messages.
 ALLOWED: dict[str, str] = {
@@ -96,6 +99,9 @@ ALLOWED: dict[str, str] = {
     "lock_timeout_s": "a number of seconds, 0 or more",
     "jacked_home": "a directory path",
     "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode",
+    "archive": "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)",
+    "hook_sync": "true or false: the hook indexes before returning instead of in a child process",
+    "anthropic_api_key": "an Anthropic API key, for `jacked summarize --llm api`",
     "claude_dir": "a directory path",
     "home": "a directory path",
     "machine": "a non-empty host name",
@@ -354,6 +360,9 @@ class Settings(BaseSettings):
     lock_timeout_s: Finite = Field(60.0, ge=0)
     # Transcript sources (jacked.sources.registry) not to read; each other one is read when its folder exists.
     disabled_sources: NameList = []  # pydantic copies a mutable default per instance
+    archive: bool = True
+    hook_sync: bool = False
+    anthropic_api_key: NonEmptyStr | None = Field(None, repr=False)
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

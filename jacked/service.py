@@ -137,7 +137,8 @@ class Jacked:
 
         from jacked.ingest.agents import source_roots
 
-        return Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources))
+        return Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
+                         archive=self.settings.archive)
 
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> Any:
         """Scan, then index every session that changed; the `IndexReport`."""
@@ -235,7 +236,8 @@ class Jacked:
         summarizer = None
         if llm:
             try:
-                summarizer = LlmSummarizer(default_transport(llm, model), batch_size=batch)
+                summarizer = LlmSummarizer(default_transport(llm, model, self.settings.anthropic_api_key),
+                                           batch_size=batch)
             except ValueError as e:
                 raise JackedError(str(e)) from e
         return summarize(self.fresh(), ids, force=force, llm=summarizer)

@@ -141,7 +141,8 @@ def test_a_file_written_by_jacked_config_set_matches_the_schema(tmp_path: Path) 
         "embedding_model": "jacked/all-MiniLM-L6-v2-int8", "user_name": "Ada Lovelace", "teammate_weight": "0.5",
         "other_repo_weight": "1", "time_decay_halflife_weeks": "12", "token_safety_margin": "0.2",
         "default_max_tokens": "4000", "lock_timeout_s": "0", "jacked_home": str(tmp_path / "home"),
-        "disabled_sources": "codex,gemini",
+        "disabled_sources": "codex,gemini", "archive": "false", "hook_sync": "true",
+        "anthropic_api_key": "sk-ant-api03-0123456789abcdef",
     }
     assert set(values) == set(FILE_KEYS)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKED_", "QDRANT_CLAUDE_"))}

@@ -91,14 +91,11 @@ class SparseVector:
 # ---------------------------------------------------------------------------
 
 def _default_cache_dir() -> Path:
-    """``JACKED_HOME/models`` for callers that pass no cache dir."""
-    env = os.environ.get("JACKED_HOME")
-    if env:
-        home = Path(env).expanduser()
-    else:
-        from jacked.config import default_claude_dir  # cheap, kept lazy anyway
+    """``JACKED_HOME/models`` (as the settings resolve it) for callers that pass no cache dir."""
+    from jacked.config import load_settings  # lazy: the embedder is imported where no settings are
 
-        home = default_claude_dir() / "jacked"
+    home = load_settings().home
+    assert home is not None  # resolved by Settings
     return home / "models"
 
 

@@ -132,7 +132,8 @@ class Indexer:
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> IndexReport:
         """Scan the Claude directory, then index every session that changed."""
         t0 = time.perf_counter()
-        scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources))
+        scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
+                         archive=self.settings.archive)
         only = None
         if repo:
             only = lambda g: self._group_repo(g) == repo  # noqa: E731 - tiny predicate
@@ -189,7 +190,8 @@ class Indexer:
                      progress: Progress | None = None) -> None:
         """Scan and index session groups into an already open store."""
         self._upgrade_payloads(store)
-        scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources))
+        scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
+                         archive=self.settings.archive)
         assert report.scan is not None
         for g in groups:
             scanner.scan_group(g, report.scan)

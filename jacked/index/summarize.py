@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import time
@@ -387,10 +386,10 @@ class ClaudeCliTransport:
         return done.stdout
 
 
-def default_transport(kind: str, model: str | None = None) -> Transport:
-    """The transport `jacked summarize --llm api|claude` asks for."""
+def default_transport(kind: str, model: str | None = None, api_key: str | None = None) -> Transport:
+    """The transport `jacked summarize --llm api|claude` asks for (`api_key`: the `anthropic_api_key` setting)."""
     if kind == "api":
-        key = os.environ.get("ANTHROPIC_API_KEY")
+        key = api_key
         if not key:
             raise ValueError("--llm api needs ANTHROPIC_API_KEY in the environment (or use --llm claude)")
         return AnthropicTransport(key, model or "claude-haiku-4-5")

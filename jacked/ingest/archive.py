@@ -56,10 +56,7 @@ LOCK_TIMEOUT_S = 60.0
 
 
 def for_catalog(catalog: Catalog, claude_dir: Path) -> Archive | None:
-    """The archive next to an on-disk catalog (`JACKED_HOME/archive`); None for an in-memory
-    catalog, or when `JACKED_ARCHIVE=0` turns archiving off."""
-    if os.environ.get("JACKED_ARCHIVE", "1").strip().lower() in ("0", "false", "no", "off"):
-        return None
+    """The archive next to an on-disk catalog (`JACKED_HOME/archive`); None for an in-memory catalog."""
     path = Path(str(catalog.path))
     if str(catalog.path) == ":memory:" or path.name == ":memory:":
         return None

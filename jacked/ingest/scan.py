@@ -38,7 +38,8 @@ class Scanner(SessionReader):
     def __init__(self, catalog: Catalog, claude_dir: Path, agents: Mapping[str, Path] | None = None,
                  archive: Any = True) -> None:
         """`agents`: {agent: folder} of the other sources to read too (`jacked.ingest.agents.source_roots`).
-        The archive keeps a compressed copy of every Claude file read (True: the one beside the catalog)."""
+        The archive keeps a compressed copy of every Claude file read (True: the one beside the catalog;
+        False: none, the `archive` setting off)."""
         super().__init__(catalog, claude_dir,
                          for_catalog(catalog, claude_dir) if archive is True else (archive or None))
         self.agents = dict(agents or {})

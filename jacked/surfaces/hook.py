@@ -102,7 +102,7 @@ def run_hook(raw: str, get_settings: Callable[[], Settings], detach: bool | None
             log_problem(home, "hook input names no transcript_path or session_id; nothing indexed")
             return 0
         if detach is None:
-            detach = hasattr(os, "fork") and os.environ.get("JACKED_HOOK_SYNC") != "1"
+            detach = hasattr(os, "fork") and not settings.hook_sync
         if detach:
             return _index_in_child(settings, target)
         index_target(settings, target)
