@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from jacked.sources.base import TranscriptSource
 from jacked.sources.claude.source import ClaudeSource
+from jacked.sources.opencode.source import OpencodeSource
 
 SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     ClaudeSource(),
+    OpencodeSource(),
 )}
 
 

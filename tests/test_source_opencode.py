@@ -1,0 +1,477 @@
+"""opencode as a transcript source (`jacked.sources.opencode`): its two stores (SQLite and JSON
+files), checked against an independent count of the same fixtures (`agents/count_opencode.py`),
+hand-checked details, a scan into the catalog, the spec writer read back, and the MCP entry
+`jacked install --agent opencode` adds to opencode's configuration."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "agents"))
+import count_opencode  # noqa: E402
+import write_opencode  # noqa: E402
+
+from jacked.catalog import Catalog  # noqa: E402
+from jacked.errors import JackedError  # noqa: E402
+from jacked.ingest.scan import Scanner  # noqa: E402
+from jacked.query.history import list_sessions, turns_json  # noqa: E402
+from jacked.sources.model import Session  # noqa: E402
+from jacked.sources.opencode.source import OpencodeSource  # noqa: E402
+from jacked.sources.registry import SOURCES  # noqa: E402
+from jacked.surfaces.agent_install import opencode as oc_install  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures" / "opencode"
+REAL, HAND = FIXTURES / "real", FIXTURES / "hand"
+SOURCE = OpencodeSource()
+
+
+def read_all(root: Path) -> tuple[dict[str, Session], list[str]]:
+    errors: list[str] = []
+    return {f.session_id: SOURCE.read(f) for f in SOURCE.discover(root, errors)}, errors
+
+
+def figures(s: Session) -> dict[str, Any]:
+    """jacked's reading in the independent count's terms."""
+    turns = [t for t in s.turns if t.index >= 1]
+    invs = [i for t in s.turns for i in t.invocations]
+    m = [t.metrics for t in s.turns]
+    return {"turns": len(turns), "tool_calls": len(invs), "errors": sum(i.is_error for i in invs),
+            "input_tokens": sum(x.input_tokens for x in m), "output_tokens": sum(x.output_tokens for x in m),
+            "cache_read_tokens": sum(x.cache_read_tokens for x in m),
+            "cache_creation_tokens": sum(x.cache_creation_tokens for x in m),
+            "subagents": len(s.subagents), "subagent_tool_calls": sum(a.tool_call_count for a in s.subagents)}
+
+
+def turn(s: Session, index: int):
+    return next(t for t in s.turns if t.index == index)
+
+
+@pytest.fixture(scope="module")
+def hand() -> dict[str, Session]:
+    sessions, errors = read_all(HAND)
+    assert errors == []
+    return sessions
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Session]:
+    return read_all(REAL)[0]
+
+
+# --------------------------------------------------------------------------- against the independent count
+@pytest.mark.parametrize("root", [REAL, HAND], ids=["real", "hand"])
+def test_reading_matches_the_independent_count(root: Path) -> None:
+    counted = count_opencode.count_dir(root)["sessions"]
+    sessions, _ = read_all(root)
+    assert sorted(sessions) == sorted(counted)
+    for sid, s in sessions.items():
+        assert figures(s) == counted[sid], sid
+        assert s.message_lines > 0
+
+
+def test_independent_totals_are_the_hand_checked_ones() -> None:
+    assert count_opencode.count_dir(REAL)["totals"] == {
+        "turns": 2, "tool_calls": 1, "errors": 0, "input_tokens": 9, "output_tokens": 123, "subagents": 0,
+        "sessions": 1}
+    assert count_opencode.count_dir(HAND)["totals"] == {
+        "turns": 9, "tool_calls": 17, "errors": 3, "input_tokens": 35420, "output_tokens": 1396, "subagents": 2,
+        "sessions": 4}
+
+
+# --------------------------------------------------------------------------- the real session (opencode 1.1.49)
+def test_real_session(real: dict[str, Session]) -> None:
+    s = real["ses_3ce42bdb9ffeEIUUu08AuKTJms"]
+    assert (s.title, s.cwd, s.repo_name, s.version_first) == (
+        "Hello from OpenCode", "/home/nathan/sandbox-agent/research/opencode-compat", "opencode-compat", "1.1.49")
+    assert (s.started_at, s.models) == ("2026-02-06T06:56:52.806Z", ["claude-haiku-4-5"])
+    t2 = turn(s, 2)
+    assert t2.prompt.startswith("List the files in the current directory.")
+    (call,) = t2.invocations
+    assert (call.tool_name, call.command, call.tool_use_id, call.is_error) == (
+        "bash", "ls -la", "toolu_017THj1iZNELroZgmFbqC6Ma", False)
+    assert "capture-native.ts" in call.result_brief
+    m = t2.metrics  # two responses, each counted once from its step-finish
+    assert (m.api_calls, m.input_tokens, m.output_tokens, m.cache_read_tokens, m.cache_creation_tokens) == (
+        2, 7, 116, 27125, 238)
+    assert t2.assistant_text.startswith("Here are the top-level contents")
+
+
+# --------------------------------------------------------------------------- hand-written: the JSON store
+def test_prompt_skips_what_opencode_added(hand: dict[str, Session]) -> None:
+    s = hand["ses_hand_main"]
+    assert [t.prompt for t in s.turns] == [
+        "Add a health check endpoint to server.py", "Ask a subagent to review the change",
+        "Now document the endpoint in the README", "Review the README for typos"]
+    assert s.first_prompt == "Add a health check endpoint to server.py"  # synthetic file parts are not typed
+    assert turn(s, 1).prompt_uuid == "msg_m001"
+
+
+def test_parallel_batch_edit_and_failed_shell(hand: dict[str, Session]) -> None:
+    t1 = turn(hand["ses_hand_main"], 1)
+    read, grep, edit, bash = t1.invocations
+    assert [(i.tool_name, i.sequence, i.parallel_group) for i in t1.invocations] == [
+        ("read", 0, 1), ("grep", 0, 2), ("edit", 1, 0), ("bash", 2, 0)]  # read+grep: one step
+    assert read.file_path == "/work/demo-app/server.py" and t1.metrics.files_read == ["/work/demo-app/server.py"]
+    assert (edit.lines_added, edit.lines_removed) == (6, 1)
+    assert "+@app.route('/health')" in edit.diff and edit.before_hash and edit.after_hash
+    assert t1.metrics.files_modified == ["/work/demo-app/server.py"]
+    assert (bash.command, bash.is_error) == ("pytest -q", True)  # completed with exit 1
+    assert (t1.metrics.bash_commands, t1.metrics.bash_error_count, t1.metrics.tool_error_count) == (["pytest -q"], 1, 1)
+
+
+def test_tokens_counted_once_per_step(hand: dict[str, Session]) -> None:
+    m = turn(hand["ses_hand_main"], 1).metrics
+    # four steps' step-finish; the message's own tokens (its last step's) are not added again
+    assert (m.api_calls, m.input_tokens, m.output_tokens, m.cache_read_tokens, m.cache_creation_tokens) == (
+        4, 6200, 400, 18100, 500)
+    assert turn(hand["ses_hand_main"], 4).metrics.api_calls == 0  # still streaming: no usage yet
+
+
+def test_title_compaction_recap_and_counts(hand: dict[str, Session]) -> None:
+    s = hand["ses_hand_main"]
+    assert s.title == "Health check endpoint for the demo app"
+    (summary,) = [x for x in s.texts if x.kind == "compact_summary"]
+    assert summary.text.startswith("## Goal\nAdd a health check endpoint") and summary.turn_index == 2
+    t2 = turn(s, 2)
+    assert t2.compacted and [(e.type, e.data["trigger"]) for e in t2.events] == [("compaction", "auto")]
+    assert t2.assistant_text == "The reviewer found no problems."  # the summary is not the turn's answer
+    (recap,) = [x for x in s.texts if x.kind == "recap"]
+    assert (recap.text, recap.turn_index) == ("Wrote a README section documenting GET /health.", 3)
+    # a truncated part file and a message that is not an object; an unknown part type and role
+    assert (s.lines_malformed, s.lines_unknown, s.message_lines) == (2, 2, 12)
+    assert (s.cwd, s.repo_name, s.version_first, s.started_at) == ("/work/demo-app", "demo-app", "0.15.8",
+                                                                    "2026-01-01T09:59:59.000Z")
+
+
+def test_write_error_and_pending_calls(hand: dict[str, Session]) -> None:
+    s = hand["ses_hand_main"]
+    write, fetch, todo = turn(s, 3).invocations
+    assert (write.file_created, write.lines_added, write.file_path) == (True, 3, "/work/demo-app/README.md")
+    assert turn(s, 3).metrics.files_written == ["/work/demo-app/README.md"]
+    assert fetch.is_error and "404" in fetch.result_brief and not todo.is_error
+    (running,) = turn(s, 4).invocations
+    assert (running.tool_name, running.has_result, running.is_error) == ("task", False, False)
+
+
+def test_subagent_session_is_linked_to_its_task_call(hand: dict[str, Session]) -> None:
+    s = hand["ses_hand_main"]
+    assert "ses_hand_child" not in hand  # a child session is no session of its own
+    (sub,) = s.subagents
+    assert (sub.agent_id, sub.tool_use_id, sub.turn_index, sub.agent_type, sub.description) == (
+        "ses_hand_child", "toolu_05Task", 2, "general", "Review health endpoint")
+    assert (sub.prompt, sub.summary_text, sub.tool_usage) == (
+        "Review the /health endpoint in server.py", "No problems found.", {"read": 1, "bash": 1})
+    assert turn(s, 2).invocations[0].agent_id == "ses_hand_child"
+    assert turn(s, 2).metrics.tool_call_count == 1  # the subagent's calls are its own
+
+
+def test_default_title_and_interrupted_answer(hand: dict[str, Session]) -> None:
+    s = hand["ses_hand_plain"]
+    assert s.title is None  # "New session - <time>" is opencode's placeholder
+    assert turn(s, 1).interrupted and turn(s, 1).assistant_text == "It returns 'hel"
+    assert s.repo_name == "api"
+
+
+def test_session_without_messages_is_not_listed(hand: dict[str, Session]) -> None:
+    assert "ses_hand_empty" not in hand
+
+
+# --------------------------------------------------------------------------- hand-written: the database
+def test_database_session(hand: dict[str, Session]) -> None:
+    s = hand["ses_db_main"]
+    assert s.file == f"{(HAND / 'opencode.db').absolute()}#ses_db_main"
+    t1 = turn(s, 1)
+    assert [(i.tool_name, i.sequence, i.parallel_group) for i in t1.invocations[:3]] == [
+        ("read", 0, 1), ("read", 0, 2), ("glob", 0, 3)]
+    multiedit, bash, patch, edit = t1.invocations[3:]
+    assert (multiedit.lines_added, multiedit.lines_removed) == (3, 2)
+    assert (patch.file_path, patch.lines_added) == ("/work/api-server/CHANGELOG.md", 2)
+    assert edit.is_error and "not found" in edit.result_brief
+    assert bash.result_brief.startswith("✓ login works")  # terminal colours gone
+    assert t1.metrics.files_modified == ["/work/api-server/src/login.ts", "/work/api-server/CHANGELOG.md"]
+    assert (t1.metrics.lines_added, t1.metrics.lines_removed) == (5, 2)
+    assert s.lines_malformed == 1  # a part row whose JSON was cut
+    (sub,) = s.subagents  # an older task call without metadata.sessionId: linked by the child's title
+    assert (sub.agent_id, sub.tool_use_id, sub.turn_index, sub.agent_type) == ("ses_db_child", "call_d8", 2, "explore")
+
+
+def test_database_wins_over_the_migrated_files(hand: dict[str, Session]) -> None:
+    s = hand["ses_hand_migrated"]
+    assert s.file.endswith("opencode.db#ses_hand_migrated")
+    assert [t.prompt for t in s.turns] == ["Rename the helper", "And update the callers"]
+
+
+def test_database_fixture_is_its_dump_and_reading_leaves_no_files(hand: dict[str, Session]) -> None:
+    conn = sqlite3.connect(f"file:{HAND / 'opencode.db'}?mode=ro", uri=True)
+    try:
+        dump = "".join(line + "\n" for line in conn.iterdump())
+    finally:
+        conn.close()
+    assert dump == (HAND / "opencode.db.sql").read_text(encoding="utf-8")  # the reviewable text is the database
+    assert sorted(p.name for p in HAND.iterdir()) == ["opencode.db", "opencode.db.sql", "storage"]
+
+
+# --------------------------------------------------------------------------- robustness
+def test_unusable_database_is_reported_and_the_files_still_read(tmp_path: Path) -> None:
+    shutil.copytree(HAND / "storage", tmp_path / "storage")
+    (tmp_path / "opencode.db").write_bytes(b"this is not a database" * 100)
+    errors: list[str] = []
+    found = list(SOURCE.discover(tmp_path, errors))
+    assert len(errors) == 1 and "opencode.db" in errors[0]
+    assert {f.session_id for f in found} == {"ses_hand_main", "ses_hand_plain", "ses_hand_migrated"}
+
+
+def test_a_session_being_written_and_huge_output(tmp_path: Path) -> None:
+    spec = _spec()
+    spec["turns"][0]["calls"][0]["output"] = "x" * 5_000_000
+    write_opencode.write_session(tmp_path, spec)
+    writer = sqlite3.connect(tmp_path / "opencode.db")
+    writer.execute("BEGIN IMMEDIATE")  # opencode in the middle of writing a new message
+    writer.execute("INSERT INTO message VALUES ('msg_zzz', 'ses_spec', 1, 1, '{\"role\": \"user\"')")
+    try:
+        (found,) = SOURCE.discover(tmp_path, [])
+        s = SOURCE.read(found)
+    finally:
+        writer.rollback()
+        writer.close()
+    assert len(s.turns) == 2 and s.lines_malformed == 0
+    assert len(turn(s, 1).invocations[0].result_brief) < 400  # a read's head only
+
+
+def test_records_of_any_shape_never_raise() -> None:
+    """Every field of the hand-written records replaced, at random, by a value of another type."""
+    import copy
+    import random
+
+    from jacked.sources.opencode.build import build_session
+    from jacked.sources.opencode.store import FileStore
+
+    storage = HAND / "storage"
+    base = FileStore(storage).read("ses_hand_main", next(storage.glob("session/*/ses_hand_main.json")))
+    values = [None, 0, -1, 1.5, float("nan"), float("inf"), True, "", "x", [], [1, "a"], {}, {"a": 1}, 10**30]
+    rng = random.Random(7)
+
+    def mutate(obj: Any) -> None:
+        if isinstance(obj, (dict, list)) and obj:
+            key = rng.choice(list(obj)) if isinstance(obj, dict) else rng.randrange(len(obj))
+            if rng.random() < 0.3:
+                obj[key] = rng.choice(values)
+            else:
+                mutate(obj[key])
+
+    for _ in range(400):
+        raw = copy.deepcopy(base)
+        records = [raw.info] + [m for m, _ in raw.messages] + [p for _, ps in raw.messages for p in ps]
+        for _ in range(rng.randint(1, 6)):
+            mutate(rng.choice(records))
+        build_session(raw)
+
+
+# --------------------------------------------------------------------------- a scan into the catalog
+def test_scan_lands_rescans_nothing_and_rereads_a_changed_session(tmp_path: Path) -> None:
+    root = tmp_path / "opencode"
+    shutil.copytree(HAND, root)
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    catalog = Catalog(tmp_path / "catalog.db")
+    first = Scanner(catalog, claude, agents={"opencode": root}).scan()
+    assert first.errors == [] and first.sessions_scanned == 4
+    rows = {r["session_id"]: r for r in list_sessions(catalog)}
+    assert set(rows) == {"ses_hand_main", "ses_hand_plain", "ses_db_main", "ses_hand_migrated"}
+    assert {r["agent"] for r in rows.values()} == {"opencode"}
+    assert rows["ses_db_main"]["title"] == "Fix the failing login test"
+    assert [t["prompt"] for t in turns_json(catalog, "ses_db_main")["turns"]][:1] == ["Fix the failing login test"]
+
+    again = Scanner(catalog, claude, agents={"opencode": root}).scan()
+    assert (again.sessions_scanned, again.sessions_unchanged) == (0, 4)
+
+    # one session grows in the database, one in the files
+    conn = sqlite3.connect(root / "opencode.db")
+    conn.execute("INSERT INTO message VALUES ('msg_d100', 'ses_db_main', 1767270000000, 1767270000000, ?)",
+                 (json.dumps({"role": "user", "time": {"created": 1767270000000}}),))
+    conn.execute("INSERT INTO part VALUES ('prt_d100', 'msg_d100', 'ses_db_main', 1767270000000, 1767270000000, ?)",
+                 (json.dumps({"type": "text", "text": "One more thing"}),))
+    conn.commit()
+    conn.close()
+    write_opencode.write_storage(root, {"id": "0f3c8a1e2b7d4c5e6f7a8b9c0d1e2f3a4b5c6d7e", "worktree": "/work/demo-app"},
+                                 json.loads((root / "storage/session/0f3c8a1e2b7d4c5e6f7a8b9c0d1e2f3a4b5c6d7e/"
+                                             "ses_hand_plain.json").read_text()),
+                                 [({"id": "msg_p100", "sessionID": "ses_hand_plain", "role": "user",
+                                    "time": {"created": 1767270000000}},
+                                   [{"id": "prt_p100", "type": "text", "text": "Try again"}])])
+    third = Scanner(catalog, claude, agents={"opencode": root}).scan()
+    assert (third.sessions_scanned, third.sessions_unchanged) == (2, 2)
+    assert sorted(third.changed_session_ids) == ["ses_db_main", "ses_hand_plain"]
+    assert [t["prompt"] for t in turns_json(catalog, "ses_db_main")["turns"]][-1] == "One more thing"
+    assert [t["prompt"] for t in turns_json(catalog, "ses_hand_plain")["turns"]][-1] == "Try again"
+
+
+def test_registered_and_rooted_in_xdg_data_home() -> None:
+    assert SOURCES["opencode"].label == "opencode"
+    assert SOURCE.default_root({"XDG_DATA_HOME": "/x/data"}) == Path("/x/data/opencode")
+    assert SOURCE.default_root({"HOME": "/home/u"}) == Path("/home/u/.local/share/opencode")
+
+
+# --------------------------------------------------------------------------- the spec writer, read back
+def _spec() -> dict[str, Any]:
+    return {
+        "session_id": "ses_spec", "cwd": "/work/spec-repo", "started_at": "2026-03-01T09:00:00Z",
+        "model": "claude-sonnet-4-5", "title": "Spec session",
+        "turns": [
+            {"prompt": "Read and fix", "at": "2026-03-01T09:00:05Z", "assistant": "Fixed it.",
+             "input_tokens": 1000, "output_tokens": 50,
+             "calls": [
+                 {"batch": 1, "kind": "read", "path": "/work/spec-repo/a.py", "output": "print('a')\n", "error": False},
+                 {"batch": 1, "kind": "search", "path": "/work/spec-repo", "command": "TODO", "output": "none",
+                  "error": True},
+                 {"batch": 2, "kind": "edit", "path": "/work/spec-repo/a.py", "old": "print('a')\n",
+                  "new": "print('b')\nprint('c')\n", "output": "Edit applied successfully.", "error": False},
+                 {"batch": 3, "kind": "shell", "command": "pytest", "output": "1 failed", "error": True,
+                  "exit_code": 2},
+                 {"batch": 3, "kind": "write", "path": "/work/spec-repo/NOTES.md", "content": "one\ntwo\n",
+                  "output": "", "error": False},
+             ]},
+            {"prompt": "Thanks", "at": "2026-03-01T09:05:00Z", "assistant": "You're welcome.",
+             "input_tokens": 200, "output_tokens": 8, "calls": []},
+        ],
+    }
+
+
+@pytest.mark.parametrize("layout", ["db", "storage"])
+def test_writer_round_trip(tmp_path: Path, layout: str) -> None:
+    spec = _spec()
+    paths = write_opencode.write_session(tmp_path, spec, layout=layout)
+    assert paths and all(p.exists() for p in paths)
+    sessions, errors = read_all(tmp_path)
+    assert errors == []
+    s = sessions["ses_spec"]
+    assert (s.title, s.cwd, s.models, s.started_at) == (
+        "Spec session", "/work/spec-repo", ["claude-sonnet-4-5"], "2026-03-01T09:00:00.000Z")
+    assert [(t.prompt, t.started_at) for t in s.turns] == [
+        ("Read and fix", "2026-03-01T09:00:05.000Z"), ("Thanks", "2026-03-01T09:05:00.000Z")]
+    for t, want in zip(s.turns, spec["turns"]):
+        calls = want["calls"]
+        assert t.assistant_text == want["assistant"]
+        assert (t.metrics.input_tokens, t.metrics.output_tokens) == (want["input_tokens"], want["output_tokens"])
+        assert [i.is_error for i in t.invocations] == [c["error"] for c in calls]
+        batch_size = {b: sum(c["batch"] == b for c in calls) for b in {c["batch"] for c in calls}}
+        assert [i.parallel_group > 0 for i in t.invocations] == [batch_size[c["batch"]] > 1 for c in calls]
+    t1 = s.turns[0]
+    assert [i.tool_name for i in t1.invocations] == ["read", "grep", "edit", "bash", "write"]
+    assert [i.sequence for i in t1.invocations] == [0, 0, 1, 2, 2]
+    assert (t1.invocations[2].lines_added, t1.invocations[2].lines_removed) == (2, 1)
+    assert (t1.invocations[3].command, t1.metrics.bash_error_count) == ("pytest", 1)
+    assert (t1.invocations[4].file_created, t1.invocations[4].lines_added) == (True, 2)
+    counted = count_opencode.count_dir(tmp_path)["sessions"]["ses_spec"]
+    assert figures(s) == counted
+
+
+# --------------------------------------------------------------------------- MCP registration
+def _env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"HOME": str(home)}
+
+
+EXE = ["/opt/jacked/bin/jacked"]
+
+
+def test_install_creates_and_uninstall_removes(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    path = oc_install.install(EXE, env)
+    assert path == tmp_path / "home/.config/opencode/opencode.json"
+    assert json.loads(path.read_text()) == {
+        "mcp": {"jacked": {"type": "local", "command": ["/opt/jacked/bin/jacked", "mcp"], "enabled": True}}}
+    assert not path.with_name("opencode.json.jacked.bak").exists()  # nothing was there before
+    assert oc_install.uninstall(env) == path
+    assert not path.exists()
+    assert oc_install.uninstall(env) is None
+
+
+def test_install_keeps_other_keys_backs_up_and_is_idempotent(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "nohome")}
+    path = tmp_path / "xdg/opencode/opencode.json"
+    path.parent.mkdir(parents=True)
+    before = {"$schema": "https://opencode.ai/config.json", "model": "anthropic/claude-sonnet-4-5",
+              "mcp": {"github": {"type": "remote", "url": "https://example.invalid/mcp"}}}
+    original = json.dumps(before, indent=4).encode()
+    path.write_bytes(original)
+    assert oc_install.install(EXE, env) == path
+    data = json.loads(path.read_text())
+    assert data["model"] == before["model"] and data["mcp"]["github"] == before["mcp"]["github"]
+    assert data["mcp"]["jacked"]["command"] == ["/opt/jacked/bin/jacked", "mcp"]
+    backup = path.with_name("opencode.json.jacked.bak")
+    assert backup.read_bytes() == original
+    written = path.read_bytes()
+    oc_install.install(EXE, env)  # a second install writes nothing
+    assert path.read_bytes() == written
+    oc_install.uninstall(env)
+    assert json.loads(path.read_text()) == before  # "mcp" keeps the user's own server
+
+
+def test_install_writes_through_a_symlink(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    dotfiles = tmp_path / "dotfiles" / "opencode.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"theme": "opencode"}\n')
+    link = tmp_path / "home/.config/opencode/opencode.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    oc_install.install(EXE, env)
+    assert link.is_symlink() and json.loads(dotfiles.read_text())["mcp"]["jacked"]["type"] == "local"
+    oc_install.uninstall(env)
+    assert link.is_symlink() and json.loads(dotfiles.read_text()) == {"theme": "opencode"}
+
+
+@pytest.mark.parametrize("content,message", [
+    ('{"model": "x",, }', "invalid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"mcp": ["jacked"]}', '"mcp" is not an object'),
+    ('{\n  // my models\n  "model": "x"\n}', "has comments"),
+])
+def test_install_refuses_a_file_it_cannot_keep(tmp_path: Path, content: str, message: str) -> None:
+    env = _env(tmp_path)
+    path = tmp_path / "home/.config/opencode/opencode.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    with pytest.raises(JackedError, match=message) as e:
+        oc_install.install(EXE, env)
+    assert "\n" not in str(e.value)
+    assert path.read_text() == content and not path.with_name("opencode.json.jacked.bak").exists()
+
+
+def test_install_edits_a_jsonc_file_without_comments(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    path = tmp_path / "home/.config/opencode/opencode.jsonc"
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  "model": "x",\n  "share": "disabled",\n}\n')  # a trailing comma: JSONC
+    assert oc_install.install(EXE, env) == path
+    assert json.loads(path.read_text())["share"] == "disabled"
+    assert not path.with_name("opencode.json").exists()
+    oc_install.uninstall(env)
+    assert json.loads(path.read_text()) == {"model": "x", "share": "disabled"}
+
+
+def test_uninstall_reads_past_a_commented_file_it_did_not_write(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    folder = tmp_path / "home/.config/opencode"
+    folder.mkdir(parents=True)
+    commented = '{\n  // chosen by hand\n  "theme": "tokyonight"\n}\n'
+    (folder / "opencode.jsonc").write_text(commented)
+    (folder / "opencode.json").write_text('{"model": "x"}')
+    assert oc_install.install(EXE, env) == folder / "opencode.json"  # the .json file is the one written
+    assert oc_install.uninstall(env) == folder / "opencode.json"
+    assert json.loads((folder / "opencode.json").read_text()) == {"model": "x"}
+    assert (folder / "opencode.jsonc").read_text() == commented
+
+
+def test_strip_jsonc_leaves_strings_alone() -> None:
+    text = '{"url": "http://a//b", "s": "/* no */", "q": "\\"//\\"", /* c */ "a": [1, 2,],}'
+    plain, commented = oc_install.strip_jsonc(text)
+    assert commented and json.loads(plain) == {"url": "http://a//b", "s": "/* no */", "q": '"//"', "a": [1, 2]}
