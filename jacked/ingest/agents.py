@@ -59,6 +59,12 @@ def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: dict[str, Fi
             for found in source.discover(root, errors):
                 counts["sessions"] += 1
                 report.session_ids.append(found.session_id)
+                if found.extra.get("fallback") and catalog.existing_session_ids([found.session_id]):
+                    # A stand-in read from what the agent kept after deleting the session (Gemini CLI's
+                    # prompt log): the session jacked already read whole stays as it is.
+                    report.sessions_unchanged += 1
+                    unchanged.append(found.session_id)
+                    continue
                 state = known.get(found.location)
                 if state is not None and state.head_hash == found.fingerprint \
                         and state.parser_version == source.parser_version:

@@ -16,7 +16,7 @@ WRITE_TOOLS = frozenset({"Write", "write_file", "write"})
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "apply_patch", "replace", "edit", "multiedit", "patch"})
 SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "shell_command", "container.exec",
                          "run_shell_command", "bash"})
-AGENT_TOOLS = frozenset({"Task", "Agent", "task"})
+AGENT_TOOLS = frozenset({"Task", "Agent", "task", "invoke_agent"})
 
 
 @dataclass(slots=True)

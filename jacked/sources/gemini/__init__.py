@@ -1,0 +1,1 @@
+"""Gemini CLI as a transcript source (`~/.gemini/tmp/<project>/chats/`)."""
