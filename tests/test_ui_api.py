@@ -37,17 +37,17 @@ class Client:
         self.base = base
 
     def call(self, path: str, body: Any = None, headers: dict[str, str] | None = None,
-             method: str | None = None, raw: bytes | None = None) -> tuple[int, Any, dict[str, str]]:
+             method: str | None = None, raw: bytes | None = None) -> tuple[int, Any, Any]:
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         hdrs = dict(headers or {})
         if body is not None and "Content-Type" not in hdrs:
             hdrs["Content-Type"] = "application/json"
         req = urllib.request.Request(self.base + path, data=data, headers=hdrs, method=method)
         try:
-            with urllib.request.urlopen(req, timeout=120) as res:
-                status, payload, h = res.status, res.read(), dict(res.headers)
+            with urllib.request.urlopen(req, timeout=120) as res:  # headers: case-insensitive
+                status, payload, h = res.status, res.read(), res.headers
         except urllib.error.HTTPError as e:
-            status, payload, h = e.code, e.read(), dict(e.headers)
+            status, payload, h = e.code, e.read(), e.headers
         if h.get("Content-Type", "").startswith("application/json"):
             return status, json.loads(payload), h
         return status, payload, h

@@ -16,9 +16,12 @@ def ui_cmd(
     token: Optional[str] = typer.Option(None, "--token", help="Token every request must carry (generated and "
                                         "printed when --host is not local and none is given)."),
     no_scan: bool = typer.Option(False, "--no-scan", help="Serve the catalog as it is (skip the startup scan)."),
+    request_timeout: float = typer.Option(10.0, "--request-timeout", min=0.1, max=3600,
+                                          help="Seconds a client gets to send a request's headers, and again "
+                                               "its body, before the connection is closed."),
 ) -> None:
     """A local web view of your sessions, turns, stats and retrieval (Ctrl-C stops it)."""
-    from jacked.surfaces.ui.server import UiConfigError, is_loopback, make_server
+    from jacked.surfaces.ui.server import Limits, UiConfigError, is_loopback, make_server
 
     jk = service()
     s = jk.settings
@@ -31,7 +34,7 @@ def ui_cmd(
         token = secrets.token_urlsafe(24)
         warn("jacked: --host is not local, so every request needs this token (generated; pass --token to choose)")
     try:
-        server = make_server(s, host, port, token)
+        server = make_server(s, host, port, token, Limits(request_timeout=request_timeout))
     except UiConfigError as e:
         raise CliError(str(e)) from e
     except OSError as e:
@@ -44,11 +47,12 @@ def ui_cmd(
 
         webbrowser.open(url)
     try:
-        server.serve_forever()
+        server.serve_forever()  # on Ctrl-C uvicorn lets open requests finish (briefly), then returns
     except KeyboardInterrupt:
-        typer.echo("jacked ui: stopped")
+        pass  # re-raised after the shutdown when SIGINT was not ignored
     finally:
         server.server_close()
+    typer.echo("jacked ui: stopped")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,11 +13,12 @@ Two thin adapters live here because no library function answers them yet:
 - `over_time`: turns, sessions, tokens and tool calls per day (the stats page's time charts;
   `compute_stats` has totals only).
 
-SQLite connections cannot cross threads, and the server answers each request on its own
-thread, so each call opens its own `Catalog` (about a millisecond; measured by the UI bench).
+SQLite connections cannot cross threads, and the server runs each call on a worker thread of
+its pool, so each call opens its own `Catalog` (about a millisecond; measured by the UI bench).
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ DEFAULT_PAGE = 50
 MAX_PAGE = 500
 MAX_SESSIONS_IN_RETRIEVE = 50
 FIRST_PROMPT_CHARS = 300
+_SESSION_REF = re.compile(r"[\w.-]{1,200}")  # an id or a prefix of one: no path, no `~`, not too long
 
 
 class ApiError(JackedError):
@@ -81,17 +83,23 @@ def _iso(dt: Any) -> str:
 
 
 def _date_bound(value: str | None, name: str, end_of_day: bool = False) -> str | None:
-    """`7d`, `2w`, a date or a date-time → an ISO bound; a bare `until` date includes that day."""
+    """`7d`, `2w`, a date or a date-time → an ISO bound; a bare `until` date includes that day.
+
+    A value the user can fix is a 400 with one line: unreadable, or out of the calendar's range
+    (`99999y` reaches before year 1: `parse_since` raises OverflowError for it).
+    """
     if not value:
         return None
     v = value.strip()
     try:
         dt = parse_since(v)
+        if end_of_day and len(v) == 10:  # a bare date: the whole day is in
+            dt = dt.replace(hour=23, minute=59, second=59, microsecond=999000)
+        return _iso(dt)
     except TimeParseError as e:
         raise ApiError(400, f"{name}: {e}") from None
-    if end_of_day and len(v) == 10:  # a bare date: the whole day is in
-        dt = dt.replace(hour=23, minute=59, second=59, microsecond=999000)
-    return _iso(dt)
+    except (OverflowError, ValueError):
+        raise ApiError(400, f"{name}: {value!r} is out of range (years 1 to 9999)") from None
 
 
 class UiApi:
@@ -195,6 +203,7 @@ class UiApi:
         q = (params.get("q") or "").strip()
         if not q:
             raise ApiError(400, "q is required: give some words to search for")
+        _date_bound(params.get("since"), "since")  # checked here: a bad value is a 400, never a 500
         if not self.index_exists():
             raise ApiError(409, f"no index in {self.settings.home} yet: run `jacked backfill` first")
         from jacked.query.filters import FILTERS
@@ -225,6 +234,7 @@ class UiApi:
         """`GET /api/stats`: `jacked stats --json`, plus per-day series for the time charts."""
         from jacked.query.stats import StatsQuery, compute_stats
 
+        _date_bound(params.get("since"), "since")  # checked here: a bad value is a 400, never a 500
         q = StatsQuery(repo=(params.get("repo") or None), since=(params.get("since") or None),
                        tool=(params.get("tool") or None), include_subagents=_bool(params, "subagents", False),
                        top=_int(params, "top", 10, 1, 100))
@@ -283,8 +293,9 @@ class UiApi:
 
     # ------------------------------------------------------------------ helpers
     def _resolve(self, cat: Catalog, ref: str) -> str:
-        # Only ids and prefixes: a path on the server's disk is not a web view's business.
-        if "/" in ref or "\\" in ref:
+        # Only ids and prefixes: a path on the server's disk is not a web view's business (and a
+        # 5,000-character "id" must not reach the file system as a name: ENAMETOOLONG).
+        if not _SESSION_REF.fullmatch(ref):
             raise ApiError(400, "give a session id or a unique prefix")
         try:
             return resolve_session(cat, ref)

@@ -1,7 +1,12 @@
-"""The HTTP server of `jacked ui`: stdlib `ThreadingHTTPServer`, JSON API routes, static files.
+"""The HTTP server of `jacked ui`: a Starlette app (JSON API routes, static files) served by uvicorn.
 
-Why the stdlib: the page is a handful of static files and a small JSON API for one user (or a
-few teammates behind a token); a framework would add a heavy dependency for nothing.
+Why not the stdlib `http.server`: it leaves request framing, keep-alive and timeouts to the
+handler. A POST answered before its body was read left that body on a kept-alive connection,
+to be parsed as the next request (a cross-site `text/plain` POST smuggled a `POST /api/scan`),
+and it had no socket timeout, so half-sent requests held a thread each indefinitely. uvicorn
+(h11) frames every request, discards an unread body instead of parsing it, answers malformed
+requests with 400 and closes, and runs on one event loop: a slow client costs a socket, not a
+thread. Both packages come with the MCP SDK.
 
 Safety, because transcripts are private:
 - bound to 127.0.0.1 by default; binding anywhere else requires a token (`make_server` refuses
@@ -11,37 +16,73 @@ Safety, because transcripts are private:
   other site cannot reach the API through DNS rebinding;
 - POST bodies must be JSON (`Content-Type: application/json`), which a cross-site form cannot
   send without a CORS preflight this server never answers;
+- any answer given before the request's body was read (401, 403, 405, 413, 415, 408…) closes
+  the connection, so what the client sent after it is never read as a request;
+- limits (`Limits`): the request line and headers must arrive within `request_timeout` (uvicorn
+  has no such timeout: `_Protocol` adds it), a body too (else 408); unfinished headers are held
+  to 16 KiB (h11), a body to 64 KiB (413); idle kept-alive connections close after `keep_alive`
+  seconds; beyond `max_connections` open connections, requests get 503; blocking API calls run
+  on the thread pool (40 threads at most), never a thread per connection;
 - a strict Content-Security-Policy: scripts, styles and data only from this server.
 """
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import mimetypes
 import re
 import socket
 import threading
-from collections.abc import Callable
-from http import HTTPStatus
-from http.cookies import SimpleCookie
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote
 
+import anyio
+import h11
 import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.surfaces.ui.api import ApiError, UiApi
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-MAX_BODY = 1 << 20  # a retrieve request is a few ids: 1 MiB is plenty
+MAX_BODY = 64 * 1024  # a retrieve request is at most 50 ids: a few KiB
 COOKIE = "jacked_token"
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = {
+    "cache-control": "no-store",
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",  # the token may be in the URL
+    "x-frame-options": "DENY",
+}
 
 _SESSION_RE = re.compile(r"^/api/sessions/([^/]+)(/turns)?$")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one client may take: time to send a request, idle time, connections, sizes."""
+
+    request_timeout: float = 10.0  # seconds for a request's line and headers, and again for its body
+    keep_alive: float = 5.0  # seconds an idle kept-alive connection stays open
+    max_connections: int = 256  # open connections beyond which requests get 503 (a browser uses ~6)
+    max_header_bytes: int = 16 * 1024  # the request line and headers
+    max_body: int = MAX_BODY
 
 
 class UiConfigError(JackedError, ValueError):
@@ -79,20 +120,262 @@ def load_static() -> dict[str, tuple[bytes, str]]:
     return files
 
 
-class UiServer(ThreadingHTTPServer):
-    """The server: holds the API, the token and the static files for its handlers."""
+def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS), status_code=status,
+                    media_type="application/json", headers=headers)
 
-    daemon_threads = True  # a stuck browser connection must not keep `jacked ui` from exiting
-    allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], api: UiApi, token: str | None, local: bool) -> None:
-        self.api = api
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return _json(status, {"error": message}, headers)
+
+
+# --------------------------------------------------------------------------- the guard
+class _Guard:
+    """Outermost ASGI layer: host and token checks, security headers, and closing the connection
+    when an answer goes out before the request's body was read."""
+
+    def __init__(self, app: ASGIApp, token: str | None, local: bool) -> None:
+        self.app = app
         self.token = token
         self.local = local
-        self.static = load_static()
-        if ":" in address[0]:  # an IPv6 bind address
-            self.address_family = socket.AF_INET6
-        super().__init__(address, UiHandler)
+
+    def _token_given(self, request: Request) -> str | None:
+        if request.query_params.get("token"):
+            return request.query_params["token"]
+        if request.headers.get("x-jacked-token"):
+            return request.headers["x-jacked-token"]
+        auth = request.headers.get("authorization") or ""
+        if auth.lower().startswith("bearer "):
+            return auth[7:].strip()
+        return request.cookies.get(COOKIE)
+
+    def _refusal(self, request: Request) -> Response | None:
+        if self.local and not is_loopback(_host_name(request.headers.get("host") or "")):
+            return _error(403, "this server answers only to localhost / 127.0.0.1")
+        if self.token:
+            given = self._token_given(request)
+            if not given or not hmac.compare_digest(given.encode(), self.token.encode()):
+                return _error(401, "a token is required: open the URL `jacked ui` printed (…?token=…)")
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # no websockets, no lifespan events
+            return
+        headers = Headers(scope=scope)
+        length = headers.get("content-length", "0")
+        has_body = "transfer-encoding" in headers or (length.isdigit() and int(length) > 0)
+        body_read = False
+
+        async def receive_() -> Message:
+            nonlocal body_read
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                body_read = True
+            return message
+
+        async def send_(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                out = MutableHeaders(scope=message)
+                for k, v in SECURITY_HEADERS.items():
+                    if k not in out:
+                        out[k] = v
+                if has_body and not body_read:
+                    # What follows on this connection is the rest of an unread body: never a request.
+                    out["connection"] = "close"
+            await send(message)
+
+        refusal = self._refusal(Request(scope))
+        if refusal is not None:
+            await refusal(scope, receive_, send_)
+            return
+        await self.app(scope, receive_, send_)
+
+
+# --------------------------------------------------------------------------- the app
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+def _answer(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint: the handler's JSON answer, or its error as `{"error": one line}`."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            result = await handler(request)
+        except ApiError as e:
+            return _error(e.status, str(e))
+        except JackedError as e:  # a problem the user can fix: one line, never a traceback
+            return _error(400, str(e))
+        except ClientDisconnect:
+            return Response(status_code=400)  # nobody is listening
+        except Exception as e:  # noqa: BLE001 - one failed request must never take the server down
+            return _error(500, f"{type(e).__name__}: {e}")
+        return result if isinstance(result, Response) else _json(200, result)
+
+    return endpoint
+
+
+async def read_json_body(request: Request, limits: Limits) -> dict[str, Any]:
+    """The request's JSON object: 415 unless sent as JSON, 413 when too large, 408 when too slow."""
+    ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise ApiError(415, "send the body as JSON (Content-Type: application/json)")
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limits.max_body:
+        raise ApiError(413, f"request body too large (at most {limits.max_body:,} bytes)")
+    raw = bytearray()
+    try:
+        with anyio.fail_after(limits.request_timeout):
+            async for chunk in request.stream():
+                raw += chunk
+                if len(raw) > limits.max_body:
+                    raise ApiError(413, f"request body too large (at most {limits.max_body:,} bytes)")
+    except TimeoutError:
+        raise ApiError(408, f"the request body did not arrive within {limits.request_timeout:g} s") from None
+    try:
+        body = orjson.loads(bytes(raw) or b"{}")
+    except orjson.JSONDecodeError:
+        raise ApiError(400, "the body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object")
+    return body
+
+
+def build_app(api: UiApi, token: str | None, local: bool, limits: Limits | None = None) -> ASGIApp:
+    """The whole web view as an ASGI app: routes for the API and the page, behind `_Guard`."""
+    limits = limits or Limits()
+    static = load_static()
+
+    def get(fn: Callable[[dict[str, str]], Any]) -> Callable[[Request], Awaitable[Response]]:
+        async def handler(request: Request) -> Any:
+            return await run_in_threadpool(fn, dict(request.query_params))  # SQLite and search block
+        return _answer(handler)
+
+    def post(fn: Callable[[dict[str, Any]], Any]) -> Callable[[Request], Awaitable[Response]]:
+        async def handler(request: Request) -> Any:
+            body = await read_json_body(request, limits)
+            return await run_in_threadpool(fn, body)
+        return _answer(handler)
+
+    async def session(request: Request) -> Any:
+        # Matched on the raw path: an id with an encoded `/` must reach `_resolve` (a 400), not
+        # be decoded into another route.
+        m = _SESSION_RE.match(request.scope.get("raw_path", b"").decode("ascii", "replace"))
+        if not m:
+            raise ApiError(404, f"no API endpoint {request.url.path}")
+        ref, params = unquote(m.group(1)), dict(request.query_params)
+        return await run_in_threadpool(api.turns if m.group(2) else api.session, ref, params)
+
+    async def page(request: Request) -> Response:
+        # Every page route is the one-page app; the app reads the route from the URL hash.
+        path = request.url.path
+        key = {"/": "/static/index.html", "/index.html": "/static/index.html",
+               "/favicon.ico": "/static/favicon.svg"}.get(path, path)
+        found = static.get(key)
+        if found is None:
+            return _error(404, f"not found: {path}")
+        body, ctype = found
+        headers: dict[str, str] = {}
+        if token and request.query_params.get("token") and key.endswith("index.html"):
+            # The page got the token in its URL: keep it in a cookie so assets and API calls carry it.
+            headers["set-cookie"] = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
+        return Response(body, media_type=ctype, headers=headers)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        path = request.url.path
+        if exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "")
+            verb = "POST" if "POST" in allowed else "GET"
+            return _error(405, f"use {verb} for {path}", dict(exc.headers or {}))
+        if exc.status_code == 404:
+            return _error(404, f"no API endpoint {path}" if path.startswith("/api/") else f"not found: {path}")
+        return _error(exc.status_code, str(exc.detail))
+
+    routes = [
+        Route("/api/health", get(api.health), methods=["GET"]),
+        Route("/api/repos", get(api.repos), methods=["GET"]),
+        Route("/api/sessions", get(api.sessions), methods=["GET"]),
+        Route("/api/sessions/{ref:path}", _answer(session), methods=["GET"]),
+        Route("/api/search", get(api.search), methods=["GET"]),
+        Route("/api/stats", get(api.stats), methods=["GET"]),
+        Route("/api/retrieve", post(api.retrieve), methods=["POST"]),
+        Route("/api/scan", post(api.scan), methods=["POST"]),
+        Route("/", page, methods=["GET"]),
+        Route("/index.html", page, methods=["GET"]),
+        Route("/favicon.ico", page, methods=["GET"]),
+        Route("/static/{name:path}", page, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    return _Guard(app, token, local)
+
+
+# --------------------------------------------------------------------------- the server
+class _Protocol(H11Protocol):
+    """uvicorn's h11 protocol plus a deadline for each request's line and headers.
+
+    uvicorn times out only idle kept-alive connections, and any byte received cancels that; a
+    client sending a header line now and then would hold its connection forever. Here the
+    request line and headers must be complete within `request_timeout` seconds of the connection
+    opening (or of the previous response), or the connection is closed.
+    """
+
+    request_timeout = 10.0
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._arm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = None
+        if not self.transport.is_closing():
+            self._deadline = self.loop.call_later(self.request_timeout, self._expired)
+
+    def _expired(self) -> None:
+        self._deadline = None
+        waiting = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+        if waiting and not self.transport.is_closing():
+            self.transport.close()
+
+
+class UiServer:
+    """A bound listening socket and the uvicorn server that will serve the app on it.
+
+    The shape of the stdlib server it replaced: `server_address`, `url`, `serve_forever()`
+    (blocks; Ctrl-C stops it), `shutdown()` (from another thread: stop and wait) and
+    `server_close()`.
+    """
+
+    def __init__(self, sock: socket.socket, app: ASGIApp, limits: Limits) -> None:
+        self.socket = sock
+        self.server_address: tuple[Any, ...] = sock.getsockname()[:2]
+        self.app = app
+        self.limits = limits
+        protocol = type("UiProtocol", (_Protocol,), {"request_timeout": limits.request_timeout})
+        config = uvicorn.Config(
+            app, http=protocol, ws="none", lifespan="off", loop="asyncio", interface="asgi3",
+            log_config=None, log_level="error",  # quiet: URLs may carry the token, the terminal is the user's
+            access_log=False, proxy_headers=False, server_header=False,
+            timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type] - seconds, used as a float
+            limit_concurrency=limits.max_connections,
+            h11_max_incomplete_event_size=limits.max_header_bytes,
+            timeout_graceful_shutdown=3,
+        )
+        self._server = uvicorn.Server(config)
+        self._stopped = threading.Event()
+        self._stopped.set()  # not serving yet: shutdown() has nothing to wait for
 
     @property
     def url(self) -> str:
@@ -100,162 +383,40 @@ class UiServer(ThreadingHTTPServer):
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in str(host) else host)
         return f"http://{shown}:{port}/"
 
-
-class UiHandler(BaseHTTPRequestHandler):
-    """One request: check host and token, then route to the API or a static file."""
-
-    server: UiServer
-    protocol_version = "HTTP/1.1"
-    server_version = "jacked-ui"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        # Quiet by default: URLs may carry the token, and the terminal is the user's.
-        return
-
-    # ------------------------------------------------------------------ verbs
-    def do_GET(self) -> None:  # noqa: N802 - stdlib names
-        self._dispatch("GET")
-
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._dispatch("HEAD")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._dispatch("POST")
-
-    # ------------------------------------------------------------------ checks
-    def _token_given(self, query: dict[str, str]) -> str | None:
-        if query.get("token"):
-            return query["token"]
-        if self.headers.get("X-Jacked-Token"):
-            return self.headers["X-Jacked-Token"]
-        auth = self.headers.get("Authorization") or ""
-        if auth.lower().startswith("bearer "):
-            return auth[7:].strip()
-        cookie = SimpleCookie()
+    def serve_forever(self) -> None:
+        """Serve until `shutdown()` or Ctrl-C (then KeyboardInterrupt is raised here, as before)."""
+        self._stopped.clear()
         try:
-            cookie.load(self.headers.get("Cookie") or "")
-        except Exception:  # noqa: BLE001 - a malformed cookie is just no token
-            return None
-        return cookie[COOKIE].value if COOKIE in cookie else None
+            self._server.run(sockets=[self.socket])
+        finally:
+            self._stopped.set()
 
-    def _allowed(self, query: dict[str, str]) -> tuple[bool, str]:
-        if self.server.local and not is_loopback(_host_name(self.headers.get("Host") or "")):
-            return False, "this server answers only to localhost / 127.0.0.1"
-        if self.server.token:
-            given = self._token_given(query)
-            if not given or not hmac.compare_digest(given.encode(), self.server.token.encode()):
-                return False, "a token is required: open the URL `jacked ui` printed (…?token=…)"
-        return True, ""
+    def shutdown(self) -> None:
+        """Stop serving (open requests get a few seconds to finish) and wait until it has."""
+        self._server.should_exit = True
+        self._stopped.wait(timeout=30)
 
-    # ------------------------------------------------------------------ routing
-    def _dispatch(self, method: str) -> None:
-        parts = urlsplit(self.path)
-        path = parts.path
-        query = dict(parse_qsl(parts.query, keep_blank_values=True))
-        ok, why = self._allowed(query)
-        if not ok:
-            self._send_json(HTTPStatus.FORBIDDEN if "localhost" in why else HTTPStatus.UNAUTHORIZED,
-                            {"error": why})
-            return
-        try:
-            if path.startswith("/api/"):
-                self._api(method, path, query)
-            elif method in ("GET", "HEAD"):
-                self._static(path, query)
-            else:
-                self._send_json(HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"{method} is not allowed on {path}"})
-        except ApiError as e:
-            self._send_json(e.status, {"error": str(e)})
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        except Exception as e:  # noqa: BLE001 - one failed request must never take the server down
-            self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {e}"})
+    def server_close(self) -> None:
+        self.socket.close()
 
-    def _api(self, method: str, path: str, query: dict[str, str]) -> None:
-        api = self.server.api
-        get_routes: dict[str, Callable[[dict[str, str]], Any]] = {
-            "/api/health": api.health, "/api/repos": api.repos, "/api/sessions": api.sessions,
-            "/api/search": api.search, "/api/stats": api.stats,
-        }
-        post_routes: dict[str, Callable[[dict[str, Any]], Any]] = {"/api/retrieve": api.retrieve,
-                                                                    "/api/scan": api.scan}
-        if path in get_routes or _SESSION_RE.match(path):
-            if method not in ("GET", "HEAD"):
-                raise ApiError(405, f"use GET for {path}")
-            m = _SESSION_RE.match(path)
-            if m:
-                ref = unquote(m.group(1))
-                result = api.turns(ref, query) if m.group(2) else api.session(ref, query)
-            else:
-                result = get_routes[path](query)
-            self._send_json(HTTPStatus.OK, result, head=method == "HEAD")
-            return
-        if path in post_routes:
-            if method != "POST":
-                raise ApiError(405, f"use POST for {path}")
-            self._send_json(HTTPStatus.OK, post_routes[path](self._json_body()))
-            return
-        raise ApiError(404, f"no API endpoint {path}")
 
-    def _json_body(self) -> dict[str, Any]:
-        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise ApiError(415, "send the body as JSON (Content-Type: application/json)")
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            raise ApiError(400, "bad Content-Length") from None
-        if length > MAX_BODY:
-            raise ApiError(413, "request body too large")
-        raw = self.rfile.read(length) if length else b"{}"
-        try:
-            body = orjson.loads(raw or b"{}")
-        except orjson.JSONDecodeError:
-            raise ApiError(400, "the body is not valid JSON") from None
-        if not isinstance(body, dict):
-            raise ApiError(400, "the body must be a JSON object")
-        return body
-
-    def _static(self, path: str, query: dict[str, str]) -> None:
-        # Every page route is the one-page app; the app reads the route from the URL hash.
-        key = "/static/index.html" if path in ("/", "/index.html") else path
-        if key == "/favicon.ico":
-            key = "/static/favicon.svg"
-        found = self.server.static.get(key)
-        if found is None:
-            self._send_json(HTTPStatus.NOT_FOUND, {"error": f"not found: {path}"})
-            return
-        body, ctype = found
-        extra: dict[str, str] = {}
-        if self.server.token and query.get("token") and key.endswith("index.html"):
-            # The page got the token in its URL: keep it in a cookie so assets and API calls carry it.
-            extra["Set-Cookie"] = f"{COOKIE}={self.server.token}; Path=/; HttpOnly; SameSite=Strict"
-        self._send(HTTPStatus.OK, body, ctype, head=self.command == "HEAD", extra=extra)
-
-    # ------------------------------------------------------------------ responses
-    def _send_json(self, status: int, obj: Any, head: bool = False) -> None:
-        body = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
-        self._send(status, body, "application/json", head=head)
-
-    def _send(self, status: int, body: bytes, ctype: str, head: bool = False,
-              extra: dict[str, str] | None = None) -> None:
-        self.send_response(int(status))
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Content-Security-Policy", CSP)
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")  # the token may be in the URL
-        self.send_header("X-Frame-Options", "DENY")
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        if not head:
-            self.wfile.write(body)
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on each connection: without it a response
+    # written as headers then body waits out the peer's delayed ACK (40 ms per kept-alive request).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def make_server(settings: Settings, host: str = "127.0.0.1", port: int = 8377,
-                token: str | None = None) -> UiServer:
+                token: str | None = None, limits: Limits | None = None) -> UiServer:
     """A bound (not yet serving) server. A non-loopback `host` without a token is refused."""
     local = is_loopback(host)
     if token is not None and not token.strip():
@@ -263,11 +424,14 @@ def make_server(settings: Settings, host: str = "127.0.0.1", port: int = 8377,
     if not local and not token:
         raise UiConfigError(f"--host {host} is reachable from other machines: give --token (or let "
                             f"`jacked ui` generate one)")
-    return UiServer((host, port), UiApi(settings), token, local)
+    limits = limits or Limits()
+    sock = _listen(host, port)
+    return UiServer(sock, build_app(UiApi(settings), token, local, limits), limits)
 
 
 def serve_in_thread(server: UiServer) -> threading.Thread:
     """Serve on a daemon thread (tests, benchmarks); stop with `server.shutdown()`."""
+    server._stopped.clear()  # so that a shutdown() right after this waits for the server to stop
     t = threading.Thread(target=server.serve_forever, name="jacked-ui", daemon=True)
     t.start()
     return t
