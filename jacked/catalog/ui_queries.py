@@ -15,7 +15,7 @@ from jacked.catalog.stats_queries import session_filter
 # The columns `history.session_summary` reads: the list never loads plans or other big texts.
 LIST_COLUMNS = ("session_id, repo_name, cwd, started_at, ended_at, turn_count, title, first_prompt, git_branch, "
                 "slug, version_first, tool_call_count, tool_error_count, subagent_count, input_tokens, "
-                "output_tokens, lines_skipped, file, source")
+                "output_tokens, lines_skipped, file, source, agent")
 
 
 def repo_counts(catalog: Catalog) -> list[tuple[str, int, str | None]]:
@@ -36,11 +36,14 @@ def list_rows(catalog: Catalog, session_ids: Sequence[str]) -> list[dict[str, An
 
 
 def sessions_page(catalog: Catalog, repo: str | None, since: str | None, until: str | None, limit: int,
-                  offset: int, text: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+                  offset: int, text: str | None = None, agent: str | None = None) -> tuple[int, list[dict[str, Any]]]:
     """(total matching, one page of list rows) of listed sessions, newest first; `text`: a case-insensitive
-    substring of the title or first prompt."""
+    substring of the title or first prompt; `agent`: only that coding agent's sessions."""
     where = ["has_main = 1"]
     args: list[Any] = []
+    if agent:
+        where.append("agent = ?")
+        args.append(agent)
     if repo:
         where.append(repo_match())
         args += [repo, repo]

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from jacked.sources.base import TranscriptSource
 from jacked.sources.claude.source import ClaudeSource
+from jacked.sources.codex.source import CodexSource
 from jacked.sources.gemini.source import GeminiSource
 from jacked.sources.opencode.source import OpencodeSource
 
 SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     ClaudeSource(),
+    CodexSource(),
     GeminiSource(),
     OpencodeSource(),
 )}

@@ -34,7 +34,7 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -473,3 +473,28 @@ def _uninstall_skill(ctx: _Ctx) -> None:
             except OSError:
                 pass
     ctx.report.changed.append(str(dest))
+
+
+# --------------------------------------------------------------------------- other agents
+OTHER_AGENTS = ("codex", "gemini", "opencode")
+
+
+def install_for_agent(agent: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Register `jacked mcp` in another agent's own MCP configuration (Codex CLI's config.toml,
+    Gemini CLI's settings.json, opencode's opencode.json); the file written (its old bytes kept
+    beside it as `<file>.jacked.bak`)."""
+    return _agent_module(agent).install(shlex.split(jacked_command()), os.environ if environ is None else environ)
+
+
+def uninstall_for_agent(agent: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """Take the `jacked` MCP server out of that agent's configuration; the file changed, or None."""
+    return _agent_module(agent).uninstall(os.environ if environ is None else environ)
+
+
+def _agent_module(agent: str) -> Any:
+    if agent not in OTHER_AGENTS:
+        raise InstallError(f"unknown agent {agent!r}: use one of {', '.join(OTHER_AGENTS)} (Claude Code is the default)")
+    import importlib
+
+    return importlib.import_module(f"jacked.surfaces.agent_install.{agent}")
+

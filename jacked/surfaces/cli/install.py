@@ -1,6 +1,8 @@
 """`jacked install` / `jacked uninstall`: argument parsing and output only (the work is jacked.surfaces.install)."""
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
 from jacked.surfaces.cli.common import print_json, settings, warn
@@ -27,11 +29,20 @@ def install_cmd(
     no_skill: bool = typer.Option(False, "--no-skill", help="Do not install the skill."),
     recall: bool = typer.Option(False, "--recall", help="Also add a SessionStart hook: a brief of past sessions."),
     mcp: bool = typer.Option(False, "--mcp", help="Also register `jacked mcp` as a user-scope MCP server."),
+    agent: Optional[str] = typer.Option(None, "--agent", help="Instead: register `jacked mcp` with another agent "
+                                        "(codex, gemini or opencode) in its own MCP configuration."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Install the jacked skill and hooks into the Claude directory (idempotent, with backups)."""
-    from jacked.surfaces.install import install
+    from jacked.surfaces.install import install, install_for_agent
 
+    if agent:
+        path = install_for_agent(agent)
+        if json_out:
+            print_json({"agent": agent, "changed": [str(path)]})
+        else:
+            typer.echo(f"registered `jacked mcp` with {agent}: {path}")
+        return
     s = settings()
     report = install(s.claude_dir, hooks=not no_hooks, skill=not no_skill, recall=recall, mcp=mcp)
     _print(report, json_out, "installed")
@@ -39,9 +50,21 @@ def install_cmd(
         warn(f"jacked: {s.config_path} holds your Qdrant API key: keep it private (chmod 600), never commit it")
 
 
-def uninstall_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def uninstall_cmd(
+    agent: Optional[str] = typer.Option(None, "--agent", help="Instead: take `jacked mcp` out of that agent's "
+                                        "MCP configuration (codex, gemini or opencode)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
     """Remove exactly what `jacked install` added (skill, hooks, MCP entry); your data stays."""
-    from jacked.surfaces.install import uninstall
+    from jacked.surfaces.install import uninstall, uninstall_for_agent
+
+    if agent:
+        path = uninstall_for_agent(agent)
+        if json_out:
+            print_json({"agent": agent, "changed": [str(path)] if path else []})
+        else:
+            typer.echo(f"removed `jacked mcp` from {agent}: {path}" if path else f"nothing to remove for {agent}")
+        return
 
     report = uninstall(settings().claude_dir)
     _print(report, json_out, "removed")

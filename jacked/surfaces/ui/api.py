@@ -30,6 +30,7 @@ from jacked.catalog import Catalog, ui_queries
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.query.history import SessionNotFound, resolve_session, session_summary, turns_json
+from jacked.service import Jacked
 from jacked.util.time import TimeParseError, now_utc, parse_since, parse_ts, relative_age
 
 DEFAULT_PAGE = 50
@@ -111,13 +112,20 @@ class UiApi:
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
-    def catalog(self) -> Iterator[Catalog]:
-        """A catalog connection for this request's thread (closed after)."""
-        cat = Catalog(self.settings.catalog_path)
+    def service(self, warn: Any = None) -> Iterator[Jacked]:
+        """The service for this request's thread (its own catalog connection, closed after; no scan:
+        `POST /api/scan` brings the catalog up to date)."""
+        jk = Jacked(self.settings, scan=False, warn=warn)
         try:
-            yield cat
+            yield jk
         finally:
-            cat.close()
+            jk.close()
+
+    @contextmanager
+    def catalog(self) -> Iterator[Catalog]:
+        """The catalog, through the service, for the page's own listings."""
+        with self.service() as jk:
+            yield jk.catalog
 
     def index_exists(self) -> bool:
         """Whether there is a vector index to search (an edge shard on disk, or a server)."""
@@ -134,9 +142,14 @@ class UiApi:
         from jacked.index.content_types import CONTENT_TYPES
         from jacked.query.retrieve import MODES
 
+        from jacked.catalog.scan_state import agent_counts
+        from jacked.sources.registry import SOURCES
+
         with self.catalog() as cat:
             totals = cat.totals()
-        return {"ok": True, "version": JACKED_VERSION, "claude_dir": str(self.settings.claude_dir),
+            by_agent = agent_counts(cat)
+        agents = [{"name": n, "label": s.label, "sessions": by_agent.get(n, 0)} for n, s in SOURCES.items()]
+        return {"ok": True, "agents": agents, "version": JACKED_VERSION, "claude_dir": str(self.settings.claude_dir),
                 "index": self.index_exists(), "backend": getattr(self.settings, "backend", "edge"),
                 "content_types": list(CONTENT_TYPES), "retrieve_modes": list(MODES),
                 "default_max_tokens": self.settings.default_max_tokens,
@@ -157,25 +170,26 @@ class UiApi:
         until = _date_bound(params.get("until"), "until", end_of_day=True)
         q = (params.get("q") or "").strip()
         types = _list(params.get("types"))
+        agent = (params.get("agent") or "").strip() or None
         if q:
-            return self._text_search(q, types, repo, since, until, limit, offset)
+            return self._text_search(q, types, repo, since, until, limit, offset, agent)
         with self.catalog() as cat:
-            total, rows = list_sessions_page(cat, repo, since, until, limit, offset)
+            total, rows = list_sessions_page(cat, repo, since, until, limit, offset, agent=agent)
         return {"total": total, "offset": offset, "limit": limit, "sessions": rows,
                 "search": None}
 
     def _text_search(self, q: str, types: list[str], repo: str | None, since: str | None, until: str | None,
-                     limit: int, offset: int) -> dict[str, Any]:
+                     limit: int, offset: int, agent: str | None = None) -> dict[str, Any]:
         """Hybrid search when an index exists; else a plain substring match, said so."""
         if not self.index_exists():
             with self.catalog() as cat:
-                total, rows = list_sessions_page(cat, repo, since, until, limit, offset, text=q)
+                total, rows = list_sessions_page(cat, repo, since, until, limit, offset, text=q, agent=agent)
             return {"total": total, "offset": offset, "limit": limit, "sessions": rows,
                     "search": {"mode": "substring", "query": q, "types": types,
                                "note": "no search index yet: matched titles and first prompts only "
                                        "(run `jacked backfill` for hybrid search)"}}
         result = self.search({"q": q, "types": ",".join(types), "repo": repo or "", "since": since or "",
-                              "limit": str(MAX_PAGE)})  # ranking costs the same: fetch all, page here
+                              "agent": agent or "", "limit": str(MAX_PAGE)})  # ranking costs the same: fetch all, page here
         hits = result["results"]
         by_id: dict[str, dict[str, Any]] = {}
         with self.catalog() as cat:
@@ -196,8 +210,7 @@ class UiApi:
 
     def search(self, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/search`: exactly `jacked search --json` (hybrid, grouped per session)."""
-        from jacked.index.indexer import Indexer
-        from jacked.query.search import SearchError, SearchOptions, search_many
+        from jacked.query.search import SearchError, SearchOptions
         from jacked.index.store import StoreError
 
         q = (params.get("q") or "").strip()
@@ -212,8 +225,8 @@ class UiApi:
                              mine=_bool(params, "mine", False), limit=_int(params, "limit", 10, 1, MAX_PAGE),
                              filters={f.name: params[f.name] for f in FILTERS if params.get(f.name)})
         try:
-            with self._search_lock, self.catalog() as cat:
-                return search_many(self.settings, [q], opts, indexer=Indexer(self.settings, cat))[0]
+            with self._search_lock, self.service() as jk:
+                return jk.search(q, opts)
         except (SearchError, TimeParseError) as e:
             raise ApiError(400, str(e)) from None
         except StoreError as e:
@@ -227,30 +240,30 @@ class UiApi:
 
     def turns(self, ref: str, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/sessions/{id}/turns`: exactly `jacked turns --json`."""
-        with self.catalog() as cat:
-            return turns_json(cat, self._resolve(cat, ref))
+        with self.service() as jk:
+            return jk.turns(self._resolve(jk.catalog, ref))
 
     def stats(self, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/stats`: `jacked stats --json`, plus per-day series for the time charts."""
-        from jacked.query.stats import StatsQuery, compute_stats
+        from jacked.query.stats import StatsQuery
 
         _date_bound(params.get("since"), "since")  # checked here: a bad value is a 400, never a 500
         q = StatsQuery(repo=(params.get("repo") or None), since=(params.get("since") or None),
                        tool=(params.get("tool") or None), include_subagents=_bool(params, "subagents", False),
                        top=_int(params, "top", 10, 1, 100))
-        with self.catalog() as cat:
+        with self.service() as jk:
             if params.get("session"):
-                q.session_id = self._resolve(cat, params["session"])
+                q.session_id = self._resolve(jk.catalog, params["session"])
             try:
-                data = compute_stats(cat, q)
+                data = jk.stats(q)
             except TimeParseError as e:
                 raise ApiError(400, str(e)) from None
-            data["over_time"] = over_time(cat, q)
+            data["over_time"] = over_time(jk.catalog, q)
         return data
 
     def retrieve(self, body: dict[str, Any]) -> dict[str, Any]:
         """`POST /api/retrieve`: `jacked retrieve --json` for the chosen sessions, plus its text."""
-        from jacked.query.retrieve import MODES, RetrieveError, retrieve
+        from jacked.query.retrieve import MODES, RetrieveError
 
         ids = _list(body.get("session_ids"))
         if not ids:
@@ -261,12 +274,11 @@ class UiApi:
         if mode not in MODES:
             raise ApiError(400, f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
         budget = _int({"budget": body.get("budget")}, "budget", self.settings.default_max_tokens, 1, 10**7)
-        with self.catalog() as cat:
-            sids = [self._resolve(cat, ref) for ref in ids]
-            warnings: list[str] = []
+        warnings: list[str] = []
+        with self.service(warn=warnings.append) as jk:
+            sids = [self._resolve(jk.catalog, ref) for ref in ids]
             try:
-                result = retrieve(cat, sids, mode=mode, budget=budget, margin=self.settings.token_safety_margin,
-                                  check_git=_bool(body, "git", True), warn=warnings.append)
+                result = jk.retrieve(sids, mode=mode, budget=budget, check_git=_bool(body, "git", True))
             except RetrieveError as e:
                 raise ApiError(400, str(e)) from None
         out = result.to_json()
@@ -283,13 +295,11 @@ class UiApi:
 
     def scan(self, body: dict[str, Any]) -> dict[str, Any]:
         """`POST /api/scan`: bring the catalog up to date with the transcripts (`jacked scan --json`)."""
-        from jacked.ingest.agents import source_roots
-        from jacked.ingest.scan import scan
-
-        if not self.settings.projects_dir.is_dir():
-            raise ApiError(409, f"no projects folder in {self.settings.claude_dir}")
-        with self.catalog() as cat:
-            return scan(cat, self.settings.claude_dir, agents=source_roots(self.settings.disabled_sources)).to_json()
+        with self.service() as jk:
+            if not jk.scannable():
+                raise ApiError(409, f"nothing to scan: no projects folder in {self.settings.claude_dir} "
+                                    f"and no other agent's folder")
+            return jk.scan().to_json()
 
     # ------------------------------------------------------------------ helpers
     def _resolve(self, cat: Catalog, ref: str) -> str:
@@ -315,13 +325,13 @@ def _list_row(row: dict[str, Any], now: Any = None) -> dict[str, Any]:
 
 
 def list_sessions_page(cat: Catalog, repo: str | None, since: str | None, until: str | None, limit: int,
-                       offset: int, text: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+                       offset: int, text: str | None = None, agent: str | None = None) -> tuple[int, list[dict[str, Any]]]:
     """(total matching, one page of rows), newest first — `history.list_sessions` plus dates and paging.
 
     `text` is the fallback when there is no index: a case-insensitive substring of the title or
     the first prompt.
     """
-    total, rows = ui_queries.sessions_page(cat, repo, since, until, limit, offset, text)
+    total, rows = ui_queries.sessions_page(cat, repo, since, until, limit, offset, text, agent)
     now = now_utc()
     return total, [_list_row(r, now) for r in rows]
 

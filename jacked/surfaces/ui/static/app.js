@@ -100,9 +100,16 @@ function toggleBasket(row) {
 /* ------------------------------------------------------------------ sessions page */
 async function viewSessions(params) {
   const state = { q: params.get("q") || "", repo: params.get("repo") || "", since: params.get("since") || "",
-    until: params.get("until") || "", types: (params.get("types") || "").split(",").filter(Boolean), offset: 0 };
+    until: params.get("until") || "", agent: params.get("agent") || "",
+    types: (params.get("types") || "").split(",").filter(Boolean), offset: 0 };
   const repoSel = h("select", { "aria-label": "repo", onchange: () => { state.repo = repoSel.value; reload(); } },
     h("option", { value: "", text: "all repos" }));
+  // Coding agents with sessions (Claude Code, Codex CLI, Gemini CLI, opencode): from /api/health.
+  const agentSel = h("select", { "aria-label": "agent", onchange: () => { state.agent = agentSel.value; reload(); } },
+    h("option", { value: "", text: "all agents" }),
+    ((HEALTH && HEALTH.agents) || []).filter((a) => a.sessions).map((a) =>
+      h("option", { value: a.name, text: `${a.label} (${a.sessions})` })));
+  agentSel.value = state.agent;
   const q = h("input", { type: "search", placeholder: "Search sessions (hybrid search when indexed)…", value: state.q,
     "aria-label": "search" });
   q.addEventListener("input", debounce(() => { state.q = q.value.trim(); reload(); }, 350));
@@ -126,11 +133,12 @@ async function viewSessions(params) {
   const count = h("span", { class: "muted small" });
   app.replaceChildren(
     h("h1", {}, "Sessions ", count),
-    h("div", { class: "filters" }, q, typesBox, repoSel, h("label", { class: "small muted" }, "from ", since),
+    h("div", { class: "filters" }, q, typesBox, repoSel, agentSel, h("label", { class: "small muted" }, "from ", since),
       h("label", { class: "small muted" }, "to ", until)),
     note,
     h("table", { class: "list" },
-      h("thead", {}, h("tr", {}, h("th", { title: "add to the composer" }, "ctx"), h("th", {}, "Session"), h("th", {}, "Repo"),
+      h("thead", {}, h("tr", {}, h("th", { title: "add to the composer" }, "ctx"), h("th", {}, "Session"), h("th", {}, "Agent"),
+        h("th", {}, "Repo"),
         h("th", {}, "Age"), h("th", { class: "num" }, "Turns"), h("th", { class: "num" }, "Tool calls"),
         h("th", { class: "num" }, "Errors"))),
       body),
@@ -144,13 +152,14 @@ async function viewSessions(params) {
   let seq = 0;
   function reload() {
     state.offset = 0;
-    setRoute("/sessions", { q: state.q, repo: state.repo, since: state.since, until: state.until, types: state.types.join(",") });
+    setRoute("/sessions", { q: state.q, repo: state.repo, agent: state.agent, since: state.since, until: state.until,
+      types: state.types.join(",") });
     load(false);
   }
   async function load(append) {
     const my = ++seq;
     const qs = new URLSearchParams({ limit: "50", offset: String(append ? state.offset : 0) });
-    for (const k of ["q", "repo", "since", "until"]) if (state[k]) qs.set(k, state[k]);
+    for (const k of ["q", "repo", "agent", "since", "until"]) if (state[k]) qs.set(k, state[k]);
     if (state.types.length) qs.set("types", state.types.join(","));
     let d;
     try { d = await api("/api/sessions?" + qs); } catch (e) { if (my === seq) showError(note, e); return; }
@@ -162,9 +171,14 @@ async function viewSessions(params) {
     state.offset = d.offset + d.sessions.length;
     count.textContent = d.search ? `${fmt(d.total)} matching` : `${fmt(d.total)} in the catalog`;
     more.hidden = state.offset >= d.total;
-    if (!d.sessions.length && !append) body.append(h("tr", {}, h("td", { colspan: 7, class: "muted", text: "no sessions match" })));
+    if (!d.sessions.length && !append) body.append(h("tr", {}, h("td", { colspan: 8, class: "muted", text: "no sessions match" })));
   }
   load(false);
+}
+
+function agentLabel(name) {
+  const a = ((HEALTH && HEALTH.agents) || []).find((x) => x.name === (name || "claude"));
+  return a ? a.label : (name || "Claude Code");
 }
 
 function sessionRow(r) {
@@ -174,7 +188,8 @@ function sessionRow(r) {
   const cell = h("td", {}, h("a", { class: "label", href: `#/session/${r.session_id}`, text: label }), sourceBadge(r.source),
     h("div", { class: "small muted" }, r.session_id.slice(0, 8), r.git_branch ? ` · ${r.git_branch}` : ""));
   for (const m of r.matches || []) cell.append(h("div", { class: "match" }, h("span", { class: "ctype", text: m.content_type }), oneLine(m.text, 200)));
-  return h("tr", { dataset: { sessionId: r.session_id } }, h("td", {}, cb), cell, h("td", { text: r.repo_name || "–" }),
+  return h("tr", { dataset: { sessionId: r.session_id } }, h("td", {}, cb), cell,
+    h("td", { class: "small", text: agentLabel(r.agent) }), h("td", { text: r.repo_name || "–" }),
     h("td", { class: "small", title: r.started_at || "", text: r.age || "" }), h("td", { class: "num", text: fmt(r.turn_count) }),
     h("td", { class: "num", text: fmt(r.tool_call_count) }),
     h("td", { class: "num" + (r.tool_error_count ? " errcount" : ""), text: fmt(r.tool_error_count) }));
@@ -220,7 +235,8 @@ async function viewSession(id) {
     h("h1", { text: ss.title || oneLine(ss.first_prompt, 120) || "(untitled session)" }, " ", sourceBadge(ss.source)),
     SOURCE_BADGES[ss.source] ? h("div", { class: "notice", text: SOURCE_BADGES[ss.source][1] }) : null,
     h("div", { class: "meta" },
-      h("span", { text: ss.session_id }), h("span", { text: `repo ${ss.repo_name || "–"}` }),
+      h("span", { text: ss.session_id }), h("span", { text: agentLabel(ss.agent) }),
+      h("span", { text: `repo ${ss.repo_name || "–"}` }),
       ss.cwd ? h("span", { text: ss.cwd }) : null, ss.git_branch ? h("span", { text: `branch ${ss.git_branch}` }) : null,
       h("span", { title: `${ss.started_at || "?"} → ${ss.ended_at || "?"}`, text: ss.age }),
       ss.version ? h("span", { text: `v${ss.version}` }) : null,
