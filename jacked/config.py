@@ -157,6 +157,11 @@ def config_path(claude_dir: Path | str | None = None) -> Path:
 def _read_file(path: Path) -> dict[str, Any]:
     """The file's known keys (legacy names mapped), {} when it does not exist.
 
+    Kept by hand rather than pydantic-settings' `JsonConfigSettingsSource`: that source raises
+    the decoder's exception (no file, line and column in one line), rejects or silently drops
+    unknown keys (we warn and keep them), knows neither the seed's legacy names nor `$schema`,
+    and does not check the file's mode; wrapping it would keep all of this code.
+
     Raises ConfigError (one line, with line and column) for broken JSON; warns
     about unknown keys and about permissions broader than 0600.
     """

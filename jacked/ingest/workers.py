@@ -2,7 +2,10 @@
 
 This process and `workers - 1` forks each take the next sessions from a shared work queue,
 build them, and write them to the catalog through connections of their own. Plain fork +
-pipes rather than a process pool: a pool's start-up cost a fifth of a cold scan.
+pipes rather than `concurrent.futures.ProcessPoolExecutor` (kept by measurement): a pool's
+start-up cost a fifth of a cold scan, and a pool hands results back to the parent, which would
+pickle every built session there and back — 27 % of the build time on 300 generated sessions,
+10 % on the real fixtures (measured 2026-11-26) — and leave every catalog write to one process.
 
 * The queue is a pipe pre-filled with 4-byte chunk numbers, biggest sessions first: every
   process takes the next chunk when it is free, so none waits on a slow one.
