@@ -12,8 +12,10 @@ report, a plan, a compaction summary) goes into the turn's assistant text, so ev
 the words its queries look for. The Claude files of a rewritten session are removed.
 
 Measure: one backfill over all four folders, then per agent (a) turns exact: every session's
-turn count, prompts, calls and errors as the spec says; (b) the truth's queries: recall@5 and MRR
-of each agent's relevant sessions, beside the Claude figures of the same run.
+turn count, prompts (a planted secret reads as its redaction mark), calls and errors as the spec
+says; (b) the truth's queries, as `search --agent A` asks them and in the mixed ranking:
+recall@5 (of a query's relevant sessions of that agent, the share in the top 5, out of at most
+5) and MRR (the first relevant session's rank), beside the Claude figures of the same run.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -173,7 +176,7 @@ def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
         if agent == "claude":
             turns = [{"prompt": x["prompt"], "calls": x["tool_call_count"], "errors": x["tool_error_count"]}
                      for x in t["turns"] if x.get("prompt") is not None]
-            mixed["sessions"][t["session_id"]] = {"agent": "claude", "turns": turns}
+            mixed["sessions"][t["session_id"]] = {"agent": "claude", "turns": turns, "secrets": t.get("secrets") or []}
             continue
         spec = spec_of(t, claude)
         if not spec["turns"]:
@@ -182,7 +185,7 @@ def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
         _remove_claude_files(claude, t)
         mixed["sessions"][t["session_id"]] = {"agent": agent, "turns": [
             {"prompt": x["prompt"], "calls": len(x["calls"]), "errors": sum(c["error"] for c in x["calls"])}
-            for x in spec["turns"]]}
+            for x in spec["turns"]], "secrets": t.get("secrets") or []}
     (out / "mixed_truth.json").write_text(json.dumps(mixed, indent=1))
     return mixed
 
@@ -208,9 +211,11 @@ def evaluate(out: Path) -> dict[str, Any]:
             a["mismatches"].append(f"{sid[:8]}: {e}")
             continue
         got = [t for t in got if t.get("prompt") is not None and t.get("turn_index", t.get("index", 1)) >= 1]
-        seen = [{"prompt": t["prompt"], "calls": t["metrics"]["tool_call_count"],
+        # A planted secret reads as jacked's redaction mark: the one difference allowed.
+        seen = [{"prompt": _MARK.sub("<secret>", t["prompt"]), "calls": t["metrics"]["tool_call_count"],
                  "errors": t["metrics"]["tool_error_count"]} for t in got]
-        if seen == want["turns"]:
+        wanted = [dict(w, prompt=_hide(w["prompt"], want.get("secrets") or [])) for w in want["turns"]]
+        if seen == wanted:
             a["turns_exact"] += 1
         elif len(a["mismatches"]) < 5:
             a["mismatches"].append(f"{sid[:8]}: {len(seen)} turns vs {len(want['turns'])}")
@@ -230,11 +235,21 @@ def evaluate(out: Path) -> dict[str, Any]:
                     continue
                 first = next((i for i, s in enumerate(order) if s in relevant), None)
                 ranks.append(0.0 if first is None else 1.0 / (first + 1))
-                hits += [int(s in order[:5]) for s in relevant]
+                # of the relevant sessions, those in the top 5 (at most 5 can be)
+                hits.append(sum(s in order[:5] for s in relevant) / min(5, len(relevant)))
             a[f"{label}mrr"] = round(sum(ranks) / len(ranks), 3) if ranks else None
             a[f"{label}recall@5"] = round(sum(hits) / len(hits), 3) if hits else None
             a["queries"] = len(ranks)
     return dict(per)
+
+
+_MARK = re.compile(r"\[REDACTED:[a-z_]+\]")
+
+
+def _hide(text: str, secrets: list[str]) -> str:
+    for s in secrets:
+        text = text.replace(s, "<secret>")
+    return text
 
 
 def main() -> None:
