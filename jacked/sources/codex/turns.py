@@ -62,7 +62,7 @@ from jacked.sources.model import READ_TOOLS, SHELL_TOOLS, Invocation, LlmCall, T
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever the reconstruction changes: every Codex session is read again.
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: one compaction event when a token_count sits between its two records
 
 MAX_TEXT_CHARS = 200_000
 PATCH_TOOLS = frozenset({"apply_patch"})
@@ -140,8 +140,9 @@ class RolloutBuilder:
             self.unknown += 1
         if ts is not None and self.cur is not None and not self._preamble:
             self.cur.ended_at = ts  # what Codex writes before the next prompt does not lengthen this turn
-        self._compaction_just_noted = kind == "compacted" or (
-            kind == "response_item" and payload.get("type") in ("compaction", "compaction_summary"))
+        if not (kind == "event_msg" and payload.get("type") == "token_count"):  # 0.139 writes one between
+            self._compaction_just_noted = kind == "compacted" or (                # `compacted` and its event
+                kind == "response_item" and payload.get("type") in ("compaction", "compaction_summary"))
 
     def _session_meta(self, p: dict[str, Any], ts: str | None) -> None:
         sid = p.get("id") if isinstance(p.get("id"), str) else None
