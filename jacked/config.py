@@ -66,7 +66,7 @@ DEFAULT_EMBEDDING_MODEL = "jacked/all-MiniLM-L6-v2-int8"  # = jacked.index.embed
 FILE_KEYS: tuple[str, ...] = (
     "backend", "qdrant_url", "qdrant_api_key", "embedding_model", "user_name", "teammate_weight",
     "other_repo_weight", "time_decay_halflife_weeks", "token_safety_margin", "default_max_tokens",
-    "lock_timeout_s", "jacked_home", "disabled_sources", "archive", "hook_sync", "anthropic_api_key",
+    "lock_timeout_s", "jacked_home", "disabled_sources", "archive", "hook_sync", "anthropic_api_key", "exclude",
 )
 SECRET_KEYS = frozenset({"qdrant_api_key", "anthropic_api_key"})
 # Names used by the seed's jacked.json; read as the new key when it is absent.
@@ -82,7 +82,8 @@ ENV_VARS["qdrant_api_key"] = ("JACKED_QDRANT_API_KEY", "QDRANT_CLAUDE_SESSIONS_A
 ENV_VARS["anthropic_api_key"] = ("JACKED_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
 # Read from the environment each run, never copied into the file: a per-run switch, or another
 # program's secret (ANTHROPIC_API_KEY) that does not belong in jacked's file.
-NOT_MIGRATED = frozenset({"jacked_home", "user_name", "archive", "hook_sync", "anthropic_api_key", "disabled_sources"})
+NOT_MIGRATED = frozenset({"jacked_home", "user_name", "archive", "hook_sync", "anthropic_api_key", "disabled_sources",
+                          "exclude"})
 
 # What each key accepts, for error messages.
 ALLOWED: dict[str, str] = {
@@ -102,6 +103,9 @@ ALLOWED: dict[str, str] = {
     "archive": "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)",
     "hook_sync": "true or false: the hook indexes before returning instead of in a child process",
     "anthropic_api_key": "an Anthropic API key, for `jacked summarize --llm api`",
+    "exclude": ("globs of projects and paths whose sessions jacked never keeps, e.g. [\"~/work/client-*\", "
+                "\"secret-repo\"] (or \"~/a,~/b\"): a glob with / matches the session's cwd or transcript path "
+                "(~ expanded; a folder covers all below it), one without / the repo name"),
     "claude_dir": "a directory path",
     "home": "a directory path",
     "machine": "a non-empty host name",
@@ -368,6 +372,8 @@ class Settings(BaseSettings):
     archive: bool = True
     hook_sync: bool = False
     anthropic_api_key: NonEmptyStr | None = Field(None, repr=False)
+    # Sessions never kept (jacked.ingest.privacy): forgotten as they are scanned.
+    exclude: NameList = []
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

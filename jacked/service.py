@@ -136,9 +136,10 @@ class Jacked:
         from jacked.ingest.scan import Scanner
 
         from jacked.ingest.agents import source_roots
+        from jacked.ingest.privacy import Privacy
 
         return Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
-                         archive=self.settings.archive)
+                       archive=self.settings.archive, privacy=Privacy.from_settings(self.settings))
 
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> Any:
         """Scan, then index every session that changed; the `IndexReport`."""
@@ -197,6 +198,61 @@ class Jacked:
         if row.get("file") and Path(row["file"]).is_file() and (row.get("agent") or "claude") == "claude":
             return [session_files_for_path(Path(row["file"]))]
         return []  # the transcript is gone, or another agent's: the scan above cataloged it
+
+    def forget(self, refs: list[str] | None = None, repo: str | None = None, before: str | None = None) -> Any:
+        """Forget sessions — named (ids, prefixes, transcript paths), or of `repo` and/or last active
+        before `before` (a date or an age: `3m`) — in the catalog, the index and the archive, with a
+        tombstone so no later scan brings them back, then compact (jacked.index.forget); the
+        `ForgetReport`. Nothing chosen is an error; a chosen set that is empty is not."""
+        from jacked.catalog import forget_queries
+        from jacked.index.forget import forget_sessions, select_sessions
+
+        if refs and (repo or before):
+            raise JackedError("give either sessions or --repo / --before, not both")
+        catalog = self.fresh()
+        if refs:
+            gone = forget_queries.forgotten_ids(catalog)
+            ids = []
+            for r in refs:
+                earlier = [g for g in gone if g.startswith(r.strip())] if r.strip() else []
+                ids.append(earlier[0] if len(earlier) == 1 and not catalog.find_session_ids(r.strip())
+                           else self.session_id(r))
+        else:
+            ids = select_sessions(catalog, repo, before)
+        report = forget_sessions(self.settings, catalog, ids)
+        self._indexer = None  # its store and caches may describe what is gone
+        return report
+
+    def forgotten(self) -> list[dict[str, Any]]:
+        """Every tombstone: {session_id, reason, forgotten_at, slug}, oldest first (no scan)."""
+        from jacked.catalog import forget_queries
+
+        return forget_queries.forgotten_rows(self.catalog)
+
+    def purge(self) -> dict[str, Any]:
+        """Remove JACKED_HOME and everything in it (catalog, index, archive, logs, models); refuses a
+        folder that is not jacked's own or whose removal would take other data with it. Returns
+        {home, removed_bytes}."""
+        import shutil
+
+        home = purge_target(self.settings)
+        real = home.resolve()
+        self.close()
+        size = sum(p.stat().st_size for p in real.rglob("*") if p.is_file() and not p.is_symlink())
+        lock = real / "index" / "index.lock"
+        if lock.exists():  # an index run still going (a hook's child): wait for it, as any writer would
+            from filelock import FileLock, Timeout
+
+            try:
+                with FileLock(str(lock), timeout=max(self.settings.lock_timeout_s, 0.0)):
+                    shutil.rmtree(real)
+            except Timeout:
+                raise JackedError(f"{home}: another jacked process holds the index; try again when it ends") from None
+        else:
+            shutil.rmtree(real)
+        if home.is_symlink():
+            home.unlink()
+        return {"home": str(home), "removed_bytes": size}
 
     def cleardb(self) -> int:
         """Delete this user's points and index state; how many points went."""
@@ -358,6 +414,30 @@ class Jacked:
         ensure_summaries(self.catalog, sid)
         by_turn, session = summaries_for(self.catalog, sid)
         return sid, by_turn, session
+
+
+# Entries a JACKED_HOME may hold: a folder holding none of them is not jacked's, and is never purged.
+_HOME_MARKS = ("catalog.db", "index", "archive")
+
+
+def purge_target(settings: Settings) -> Path:
+    """The JACKED_HOME `purge` would remove, or a `JackedError` when removing it would be wrong:
+    `/`, the home folder or a folder above it, the Claude directory or a folder above it, or a folder
+    that holds no jacked data (no catalog.db, index/ or archive/)."""
+    assert settings.home is not None
+    home = Path(settings.home).expanduser()
+    if not home.exists():
+        raise JackedError(f"{home} does not exist: nothing to purge")
+    real = home.resolve()
+    claude = Path(settings.claude_dir).expanduser().resolve()
+    user_home = Path.home().resolve()
+    if real == Path(real.anchor) or real == user_home or real in user_home.parents:
+        raise JackedError(f"refusing to purge {home}: JACKED_HOME is {real}, which holds more than jacked's data")
+    if real == claude or real in claude.parents:
+        raise JackedError(f"refusing to purge {home}: it is (or holds) the Claude directory {claude}")
+    if not real.is_dir() or not any((real / m).exists() for m in _HOME_MARKS):
+        raise JackedError(f"refusing to purge {home}: it holds no jacked data (no catalog.db, index/ or archive/)")
+    return home
 
 
 def _inside(path: Path, folder: Path) -> bool:

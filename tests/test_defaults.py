@@ -85,7 +85,7 @@ def test_schema_is_valid_and_lists_exactly_the_keys_the_loader_reads() -> None:
     ("qdrant_url", 6333), ("qdrant_api_key", "   "), ("embedding_model", ""), ("user_name", " "),
     ("teammate_weight", 1.5), ("other_repo_weight", -0.1), ("time_decay_halflife_weeks", 0),
     ("token_safety_margin", 2), ("default_max_tokens", 99), ("default_max_tokens", 1000.5),
-    ("lock_timeout_s", -1), ("jacked_home", 3), ("max_context_tokens", 10),
+    ("lock_timeout_s", -1), ("jacked_home", 3), ("max_context_tokens", 10), ("exclude", 3), ("exclude", [1]),
 ])
 def test_schema_rejects_what_jacked_rejects(claude: Path, key: str, value: Any) -> None:
     assert errors({key: value}), f"the schema accepts {key}={value!r}"
@@ -100,7 +100,7 @@ def test_schema_rejects_what_jacked_rejects(claude: Path, key: str, value: Any) 
     ("teammate_weight", 0), ("other_repo_weight", 1), ("time_decay_halflife_weeks", 0.5),
     ("token_safety_margin", 0.25), ("default_max_tokens", 100), ("default_max_tokens", 8000.0),
     ("lock_timeout_s", 0), ("jacked_home", "~/jh"), ("jacked_home", None),
-    ("qdrant_endpoint", "http://old:6333"), ("max_context_tokens", 4000),
+    ("qdrant_endpoint", "http://old:6333"), ("max_context_tokens", 4000), ("exclude", ["~/work/client-*"]),
 ])
 def test_schema_accepts_what_jacked_accepts(claude: Path, key: str, value: Any) -> None:
     assert errors({key: value}) == []
@@ -142,7 +142,7 @@ def test_a_file_written_by_jacked_config_set_matches_the_schema(tmp_path: Path) 
         "other_repo_weight": "1", "time_decay_halflife_weeks": "12", "token_safety_margin": "0.2",
         "default_max_tokens": "4000", "lock_timeout_s": "0", "jacked_home": str(tmp_path / "home"),
         "disabled_sources": "codex,gemini", "archive": "false", "hook_sync": "true",
-        "anthropic_api_key": "sk-ant-api03-0123456789abcdef",
+        "anthropic_api_key": "sk-ant-api03-0123456789abcdef", "exclude": "~/work/client-*,secret-repo",
     }
     assert set(values) == set(FILE_KEYS)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKED_", "QDRANT_CLAUDE_"))}
@@ -155,6 +155,7 @@ def test_a_file_written_by_jacked_config_set_matches_the_schema(tmp_path: Path) 
     assert set(data) == set(FILE_KEYS)
     assert data["qdrant_url"] == "https://q.example:6333" and data["teammate_weight"] == 0.5
     assert data["disabled_sources"] == ["codex", "gemini"]
+    assert data["exclude"] == ["~/work/client-*", "secret-repo"]  # kept as typed: ~ is expanded when matched
     assert errors(data) == []
 
 

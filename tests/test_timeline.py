@@ -41,10 +41,10 @@ def test_event_stream_of_a_real_session(real: Catalog) -> None:
     assert sum(e["lines_added"] for e in by["file"]) == 2 + 763 + 135 + 34
     assert sum(e["lines_removed"] for e in by["file"]) == 1 + 31 + 230 + 17
     assert len(by["subagent"]) == 1 and by["subagent"][0]["agent_type"] == "Explore"
-    # every event carries the contract's keys; within a turn the prompt comes first
+    # every event carries the contract's keys; within a turn the state it started from comes first, then the prompt
     for e in ev:
         assert {"type", "session_id", "turn_index", "timestamp"} <= set(e)
-    assert ev[0]["type"] == "intent" and ev[0]["turn_index"] == 1
+    assert [e["type"] for e in ev[:2]] == ["snapshot", "intent"] and ev[1]["turn_index"] == 1
     assert [e["turn_index"] for e in ev] == sorted(e["turn_index"] for e in ev)
     # one llm event per API response, tokens as in the turns
     out_tokens = sum(r[0] for r in real.db.execute("SELECT output_tokens FROM turns WHERE session_id = ?", (DEEP,)))
@@ -96,7 +96,7 @@ def test_cross_session_errors_by_repo_and_unknown_type(real: Catalog) -> None:
     stamps = [e["timestamp"] for e in errs]
     assert stamps == sorted(stamps)
     with pytest.raises(TimelineError):
-        timeline(real, TimelineQuery(types=["decision"]))
+        timeline(real, TimelineQuery(types=["verdict"]))
     page = timeline(real, TimelineQuery(types=["error"], repo="claude-code-log", offset=1, limit=2))
     assert page == errs[1:3]
 

@@ -56,3 +56,15 @@ def test_session_list_filters_by_agent(site: dict[str, Any]) -> None:
     assert claude["total"] + only["total"] == every["total"]
     detail = _get(site["base"], f"/api/sessions/{only['sessions'][0]['session_id']}")
     assert detail["session"]["agent"] == "gemini"
+
+
+def test_session_page_carries_decisions_and_feedback(site: dict[str, Any]) -> None:
+    """What the session page badges: each turn's decisions and feedback (the plan-mode session of the
+    real fixtures approves plans and answers questions; the CodeRabbit one rejects a plan)."""
+    from kit import DEEP
+
+    detail = _get(site["base"], f"/api/sessions/{DEEP}")
+    decisions = [d for t in detail["turns"] for d in t.get("decisions") or []]
+    assert decisions and detail["session"].get("decision_count") == len(decisions)
+    assert {d["kind"] for d in decisions} >= {"question", "plan"}
+    assert all(d.get("text") for d in decisions)

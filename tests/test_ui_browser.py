@@ -164,3 +164,17 @@ def test_composer_previews_and_meters_the_retrieve(site: dict[str, Any], page: P
     pg.wait_for_selector(".omitted li:not(.muted)")
     assert "did not fit" in pg.inner_text(".omitted") or "left out" in pg.inner_text(".omitted")
     assert page.errors == []
+
+
+def test_session_page_shows_decisions_and_feedback(site: dict[str, Any], page: Page) -> None:
+    from kit import DEEP
+
+    data = cli_turns(site["home"], DEEP)
+    want = sum(len(t.get("decisions") or []) for t in data["turns"])
+    pg = page.page
+    pg.goto(site["base"] + f"#/session/{DEEP}")
+    pg.wait_for_selector("section.turn")
+    pg.wait_for_load_state("networkidle")
+    assert want > 0 and pg.locator(".placed.decision").count() == want
+    assert pg.locator(".badge.decision").count() == sum(1 for t in data["turns"] if t.get("decisions"))
+    assert page.errors == []

@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     content_seq INTEGER, own_title TEXT,
     source TEXT,  -- where the transcript is: transcript (on disk) | archive (only archived) | history (prompts only)
     tool_results_missing INTEGER,  -- results referring to a 2.1.x tool-results/ file that is not there
-    agent TEXT NOT NULL DEFAULT 'claude'  -- the coding agent that wrote it (jacked.sources.registry)
+    agent TEXT NOT NULL DEFAULT 'claude',  -- the coding agent that wrote it (jacked.sources.registry)
+    decision_count INTEGER, feedback_count INTEGER  -- decision / feedback turn_events, repeated turns left out
 );
 CREATE INDEX IF NOT EXISTS sessions_agent ON sessions(agent);
 CREATE INDEX IF NOT EXISTS sessions_repo ON sessions(repo_name);
@@ -108,6 +109,9 @@ CREATE TABLE IF NOT EXISTS index_sessions (
     session_id TEXT, user_name TEXT, indexed_seq INTEGER, dirty INTEGER, PRIMARY KEY (session_id, user_name)
 );
 CREATE TABLE IF NOT EXISTS embed_cache (key TEXT PRIMARY KEY, vector BLOB);
+-- sessions the user had jacked forget (`jacked forget`, `exclude`, `#nomem`): never written again.
+-- Kept across rebuilds (not derived); `slug` names the plan file not to archive again.
+CREATE TABLE IF NOT EXISTS forgotten (session_id TEXT PRIMARY KEY, reason TEXT, forgotten_at REAL, slug TEXT);
 """
 
 # Tables rebuilt from the transcripts when the schema changes. The index bookkeeping
@@ -265,12 +269,20 @@ class Catalog:
         self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq'", (count,))
         return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
 
-    def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], source: str = "transcript") -> None:
+    def replace_sessions(self, entries: Sequence[tuple[Session, int, bool]], source: str = "transcript") -> set[str]:
         """Write sessions' rows, replacing what was there (call inside a transaction); each entry
         is (session, lines skipped, known). `known=False` promises the session has no rows yet,
-        which saves the deletes. Rows are inserted with one statement per table for the batch."""
+        which saves the deletes. Rows are inserted with one statement per table for the batch.
+        Forgotten sessions are left out: returns their ids."""
         if not entries:
-            return
+            return set()
+        # Forgotten sessions (tombstones, jacked.catalog.forget_queries) are never written again,
+        # whichever road brings them back (a rescan, another agent, history.jsonl, the archive).
+        skipped = self.forgotten_among([s.session_id for s, _, _ in entries])
+        if skipped:
+            entries = [e for e in entries if e[0].session_id not in skipped]
+            if not entries:
+                return skipped
         db = self.db
         for s, _, known in entries:
             if known:
@@ -286,6 +298,16 @@ class Catalog:
         written = [s.session_id for s, _, _ in entries]
         self._resolve_labels(written)
         self._mark_repeats(written)
+        return skipped
+
+    def forgotten_among(self, session_ids: Sequence[str]) -> set[str]:
+        """Those of `session_ids` that were forgotten (have a tombstone)."""
+        found: set[str] = set()
+        for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
+            part = list(session_ids[i:i + 500])
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT session_id FROM forgotten WHERE session_id IN ({','.join('?' * len(part))})", part))
+        return found
 
     def _mark_repeats(self, written: Sequence[str]) -> None:
         """Turns that a resumed or forked session repeats from another (the same prompt line
@@ -325,6 +347,12 @@ class Catalog:
             "(SELECT COALESCE(SUM(tool_call_count), 0), COALESCE(SUM(tool_error_count), 0), "
             "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM turns t "
             "WHERE t.session_id = sessions.session_id AND t.repeat_of IS NULL) WHERE session_id = ?",
+            [(sid,) for sid in touched])
+        db.executemany(
+            "UPDATE sessions SET (decision_count, feedback_count) = "
+            "(SELECT COALESCE(SUM(e.type = 'decision'), 0), COALESCE(SUM(e.type = 'feedback'), 0) "
+            "FROM turn_events e JOIN turns t ON t.session_id = e.session_id AND t.turn_index = e.turn_index "
+            "WHERE e.session_id = sessions.session_id AND t.repeat_of IS NULL) WHERE session_id = ?",
             [(sid,) for sid in touched])
         stale = [sid for sid in touched if sid not in set(written)]
         if stale:  # their points change: the next index run brings them up to date
@@ -519,7 +547,9 @@ class _SessionRows:
              # listed: a file with messages (one of summaries or snapshots only is not a session),
              # or turns without a file (prompt-only sessions, from history.jsonl)
              1 if (s.file and s.message_lines) or s.turns else 0, now, seq, s.title, source,
-             s.tool_results_missing, s.agent))
+             s.tool_results_missing, s.agent,
+             sum(1 for t in s.turns for e in t.events if e.type == "decision"),
+             sum(1 for t in s.turns for e in t.events if e.type == "feedback")))
         self.leaves.extend((u, sid) for u in s.leaf_uuids)
         self._add_turns(sid, s.turns)
         for i, a in enumerate(s.subagents):

@@ -91,3 +91,30 @@ def archived_sizes(db: sqlite3.Connection) -> list[tuple[str, int, int, str, int
 def forget_sizes(db: sqlite3.Connection, sources: Sequence[str]) -> None:
     """Set size and mtime of `sources` to -1, so that their copies are rewritten on the next capture."""
     db.executemany("UPDATE entries SET mtime_ns = -1, size = -1 WHERE source = ?", [(s,) for s in sources])
+
+
+def session_entries(db: sqlite3.Connection, session_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Every row (main, subagents, metas, journals, tool results) of `session_ids`."""
+    out: list[dict[str, Any]] = []
+    for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
+        part = list(session_ids[i:i + 500])
+        out += [dict(r) for r in db.execute(
+            f"SELECT * FROM entries WHERE session_id IN ({','.join('?' * len(part))})", part)]
+    return out
+
+
+def plan_entries(db: sqlite3.Connection, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of plan files named `names` (`<slug>.md`), wherever they were found."""
+    wanted = set(names)
+    return [dict(r) for r in db.execute("SELECT * FROM entries WHERE kind = 'plan'")
+            if r["rel"].rsplit("/", 1)[-1] in wanted]
+
+
+def delete_entries(db: sqlite3.Connection, sources: Sequence[str]) -> None:
+    """Drop the rows of `sources`, zeroing the space they held (secure_delete; inside a transaction)."""
+    was = db.execute("PRAGMA secure_delete").fetchone()[0]
+    db.execute("PRAGMA secure_delete=ON")
+    try:
+        db.executemany("DELETE FROM entries WHERE source = ?", [(s,) for s in sources])
+    finally:
+        db.execute(f"PRAGMA secure_delete={int(was)}")

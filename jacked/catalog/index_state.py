@@ -4,6 +4,11 @@ a run was interrupted (`index_sessions`), and the cache of dense vectors (`embed
 
 A session is marked dirty before the store is written and clean, with its points, after: a
 crash in between leaves it dirty, and the next run asks the store what it really holds.
+
+A backfill writes in two passes: every point first with its BM25 vector only (its content hash
+recorded with the `PENDING` mark when its dense vector is still to come; the session's `dirty`
+is then `LEXICAL`), the dense vectors after (`record_dense` drops the marks, and the session is
+clean once it has none left).
 """
 from __future__ import annotations
 
@@ -11,6 +16,11 @@ from array import array
 from collections.abc import Iterable, Sequence
 
 from jacked.catalog import Catalog
+
+#: `index_sessions.dirty` of a session whose points are all written, some without their dense vector yet.
+LEXICAL = 2
+#: Prefix of a recorded content hash whose point still waits for its dense vector.
+PENDING = "-"
 
 
 def index_progress(catalog: Catalog, user_name: str) -> list[tuple[str, int | None, int | None, int | None]]:
@@ -28,7 +38,7 @@ def indexed_points(catalog: Catalog, session_id: str, user_name: str) -> tuple[d
         "WHERE i.session_id = ? AND i.user_name = ?", (session_id, user_name)).fetchall()
     dirty = catalog.db.execute("SELECT dirty FROM index_sessions WHERE session_id = ? AND user_name = ?",
                                (session_id, user_name)).fetchone()
-    return {r[0]: r[1] for r in rows}, dirty is not None and not dirty[0]
+    return {r[0]: r[1] for r in rows}, dirty is not None and dirty[0] in (0, LEXICAL)
 
 
 def mark_dirty(catalog: Catalog, session_ids: Sequence[str], user_name: str) -> None:
@@ -41,15 +51,70 @@ def mark_dirty(catalog: Catalog, session_ids: Sequence[str], user_name: str) -> 
 
 
 def record_indexed(catalog: Catalog, user_name: str, deleted: Sequence[str],
-                   written: Sequence[tuple[str, str, str, str]], indexed: Sequence[tuple[str, int]]) -> None:
-    """In one transaction: drop `deleted` points, record `written` ones, mark `indexed` sessions clean."""
+                   written: Sequence[tuple[str, str, str, str]], indexed: Sequence[tuple[str, int]],
+                   lexical: Sequence[str] = ()) -> None:
+    """In one transaction: drop `deleted` points, record `written` ones, mark `indexed` sessions clean
+    (those in `lexical`: written, with dense vectors still to come)."""
+    waiting = set(lexical)
     with catalog.transaction():
         db = catalog.db
         db.executemany("DELETE FROM index_points WHERE point_id = ?", [(p,) for p in deleted])
         db.executemany("INSERT OR REPLACE INTO index_points VALUES (?, ?, ?, ?, ?)",
                        [(pid, sid, ctype, h, user_name) for pid, sid, ctype, h in written])
-        db.executemany("UPDATE index_sessions SET indexed_seq = ?, dirty = 0 WHERE session_id = ? AND user_name = ?",
-                       [(seq, sid, user_name) for sid, seq in indexed])
+        db.executemany("UPDATE index_sessions SET indexed_seq = ?, dirty = ? WHERE session_id = ? AND user_name = ?",
+                       [(seq, LEXICAL if sid in waiting else 0, sid, user_name) for sid, seq in indexed])
+
+
+def dense_pending_sessions(catalog: Catalog, user_name: str) -> list[str]:
+    """Sessions whose points wait for dense vectors, newest first (by their last activity)."""
+    return [r[0] for r in catalog.db.execute(
+        "SELECT i.session_id FROM index_sessions i LEFT JOIN sessions s ON s.session_id = i.session_id "
+        "WHERE i.user_name = ? AND i.dirty = ? ORDER BY COALESCE(s.ended_at, s.started_at, '') DESC, i.session_id",
+        (user_name, LEXICAL))]
+
+
+def pending_points(catalog: Catalog, session_ids: Sequence[str], user_name: str) -> list[tuple[str, str, str]]:
+    """(point id, session id, content hash) of the points of `session_ids` that wait for a dense
+    vector, in the sessions' order."""
+    order = {sid: i for i, sid in enumerate(session_ids)}
+    out: list[tuple[str, str, str]] = []
+    for start in range(0, len(session_ids), 500):
+        part = list(session_ids[start:start + 500])
+        out += [(r[0], r[1], r[2][len(PENDING):]) for r in catalog.db.execute(
+            f"SELECT point_id, session_id, content_hash FROM index_points WHERE session_id IN ({','.join('?' * len(part))}) "
+            "AND user_name = ? AND content_hash LIKE ? ORDER BY point_id", [*part, user_name, PENDING + "%"])]
+    out.sort(key=lambda r: order.get(r[1], 0))
+    return out
+
+
+def record_dense(catalog: Catalog, user_name: str, filled: Sequence[tuple[str, str]], sessions: Sequence[str],
+                 broken: Sequence[str] = ()) -> None:
+    """In one transaction: `filled` (point id, content hash) points have their dense vector now; of
+    `sessions`, those with no point left waiting are clean; `broken` ones (a waiting point the store
+    does not hold as recorded) are marked dirty, so the next run asks the store and repairs them."""
+    with catalog.transaction():
+        db = catalog.db
+        db.executemany("UPDATE index_points SET content_hash = ? WHERE point_id = ?", [(h, pid) for pid, h in filled])
+        db.executemany("UPDATE index_sessions SET dirty = 1 WHERE session_id = ? AND user_name = ?",
+                       [(sid, user_name) for sid in broken])
+        db.executemany(
+            "UPDATE index_sessions SET dirty = 0 WHERE session_id = ? AND user_name = ? AND dirty = ? AND NOT EXISTS "
+            "(SELECT 1 FROM index_points p WHERE p.session_id = ? AND p.user_name = ? AND p.content_hash LIKE ?)",
+            [(sid, user_name, LEXICAL, sid, user_name, PENDING + "%") for sid in sessions])
+
+
+def index_counts(catalog: Catalog, user_name: str) -> dict[str, int]:
+    """How far `user_name`'s index is: listed sessions, those whose points are all written (lexical
+    pass done), those complete (dense vectors too), and points still waiting for a dense vector."""
+    sessions, lexical, complete = catalog.db.execute(
+        "SELECT COUNT(*), COALESCE(SUM(i.dirty IN (0, ?) AND i.indexed_seq = s.content_seq), 0), "
+        "COALESCE(SUM(i.dirty = 0 AND i.indexed_seq = s.content_seq), 0) FROM sessions s "
+        "LEFT JOIN index_sessions i ON i.session_id = s.session_id AND i.user_name = ? WHERE s.has_main = 1",
+        (LEXICAL, user_name)).fetchone()
+    pending = catalog.db.execute("SELECT COUNT(*) FROM index_points WHERE user_name = ? AND content_hash LIKE ?",
+                                 (user_name, PENDING + "%")).fetchone()[0]
+    return {"sessions": int(sessions), "lexical": int(lexical), "complete": int(complete),
+            "points_pending_dense": int(pending)}
 
 
 def forget_user(catalog: Catalog, user_name: str) -> None:

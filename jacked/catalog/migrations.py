@@ -16,6 +16,13 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (7, ["ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT 'claude'"]),
     # 8: `sessions.user_name` was filled by some scans and read by none (the index keeps its own).
     (8, ["ALTER TABLE sessions DROP COLUMN user_name"]),
+    # 9: a session's decisions and the user's feedback (turn_events), counted like its tool calls
+    # (filled by the rescan that the parser version of the same release brings).
+    (9, ["ALTER TABLE sessions ADD COLUMN decision_count INTEGER",
+         "ALTER TABLE sessions ADD COLUMN feedback_count INTEGER"]),
+    # 10: tombstones of forgotten sessions (`jacked forget`, `exclude`, `#nomem`): no scan writes them again.
+    (10, ["CREATE TABLE IF NOT EXISTS forgotten (session_id TEXT PRIMARY KEY, reason TEXT, forgotten_at REAL, "
+          "slug TEXT)"]),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,9 +1,28 @@
-"""The catalog reads behind `jacked recall` (jacked.query.retrieve.recall_brief)."""
+"""The catalog reads behind `jacked recall` (jacked.query.retrieve.recall_brief) and the decisions
+`jacked retrieve` keeps."""
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from jacked.catalog import Catalog
+from jacked.sources.decisions import SEARCHABLE_DECISIONS, decision_text
+
+
+def decision_lines(catalog: Catalog, session_id: str) -> list[tuple[int, str]]:
+    """(turn, one line) of each question answered and plan approved or rejected in a session, in
+    order, leaving out turns it repeats from another session (what the `decision` points hold)."""
+    out = []
+    for turn_index, data in catalog.db.execute(
+            "SELECT e.turn_index, e.data FROM turn_events e JOIN turns t ON t.session_id = e.session_id "
+            "AND t.turn_index = e.turn_index WHERE e.session_id = ? AND e.type = 'decision' AND t.repeat_of IS NULL "
+            "ORDER BY e.turn_index, e.ord", (session_id,)):
+        d = orjson.loads(data or "{}")
+        text = decision_text(d) if d.get("kind") in SEARCHABLE_DECISIONS else None
+        if text:
+            out.append((turn_index, text))
+    return out
 
 
 def sessions_in_folder(catalog: Catalog, folder: str, repo_name: str | None) -> list[dict[str, Any]]:

@@ -105,3 +105,32 @@ def invocation_rows(catalog: Catalog, repo: str | None, session_id: str | None, 
     cur = catalog.db.cursor()
     cur.row_factory = None  # plain tuples: this read can be the whole catalog's calls
     return cur.execute(sql, args).fetchall()
+
+
+def feedback_counts(catalog: Catalog, repo: str | None, session_id: str | None,
+                    since: str | None) -> list[tuple[str | None, str | None, str | None, int]]:
+    """(repo, feedback kind, tool, count) of the selected turns' feedback events (main chain)."""
+    sql, args = _turn_selection(repo, session_id, since)
+    sql = sql.replace("FROM turns t WHERE", "FROM turn_events e JOIN turns t ON t.session_id = e.session_id AND "
+                      "t.turn_index = e.turn_index JOIN sessions s ON s.session_id = t.session_id WHERE "
+                      "e.type = 'feedback' AND", 1)
+    return [tuple(r) for r in catalog.db.execute(
+        f"SELECT s.repo_name, json_extract(e.data, '$.kind'), json_extract(e.data, '$.tool_name'), COUNT(*) {sql} "
+        "GROUP BY 1, 2, 3", args)]
+
+
+def calls_by_repo_and_tool(catalog: Catalog, repo: str | None, session_id: str | None,
+                           since: str | None) -> list[tuple[str | None, str, int]]:
+    """(repo, tool, calls) of the selected turns' main-chain calls."""
+    sql, args = _turn_selection(repo, session_id, since)
+    sql = sql.replace("FROM turns t WHERE", "FROM invocations i JOIN turns t ON t.session_id = i.session_id AND "
+                      "t.turn_index = i.turn_index JOIN sessions s ON s.session_id = t.session_id WHERE "
+                      "i.owner = '' AND", 1)
+    return [tuple(r) for r in catalog.db.execute(f"SELECT s.repo_name, i.tool_name, COUNT(*) {sql} GROUP BY 1, 2", args)]
+
+
+def turns_by_repo(catalog: Catalog, repo: str | None, session_id: str | None, since: str | None) -> dict[Any, int]:
+    """repo → number of selected turns."""
+    sql, args = _turn_selection(repo, session_id, since)
+    sql = sql.replace("FROM turns t WHERE", "FROM turns t JOIN sessions s ON s.session_id = t.session_id WHERE", 1)
+    return {r[0]: r[1] for r in catalog.db.execute(f"SELECT s.repo_name, COUNT(*) {sql} GROUP BY 1", args)}

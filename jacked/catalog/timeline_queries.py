@@ -41,8 +41,18 @@ def compaction_events(catalog: Catalog, session_id: str) -> list[dict[str, Any]]
         (session_id,))]
 
 
-def timeline_session_ids(catalog: Catalog, repo: str | None, file: str | None, with_errors: bool) -> list[str]:
-    """Listed sessions (of a repo; whose main chain touched `file`; with a failed call), oldest first."""
+def turn_event_rows(catalog: Catalog, session_id: str, types: Collection[str]) -> list[dict[str, Any]]:
+    """A session's turn_events of `types` (`data` as stored JSON), by turn and order."""
+    kinds = sorted(types)
+    return [dict(r) for r in catalog.db.execute(
+        f"SELECT turn_index, ord, type, timestamp, data FROM turn_events WHERE session_id = ? AND type IN "
+        f"({','.join('?' * len(kinds))}) ORDER BY turn_index, ord", [session_id, *kinds])]
+
+
+def timeline_session_ids(catalog: Catalog, repo: str | None, file: str | None, with_errors: bool,
+                         with_counts: Collection[str] = ()) -> list[str]:
+    """Listed sessions (of a repo; whose main chain touched `file`; with a failed call; with a
+    nonzero count among `with_counts`: decision_count, feedback_count), oldest first."""
     sql = "SELECT session_id FROM sessions WHERE has_main = 1"
     args: list[Any] = []
     if repo:
@@ -55,6 +65,9 @@ def timeline_session_ids(catalog: Catalog, repo: str | None, file: str | None, w
         args += pargs
     if with_errors:
         sql += " AND tool_error_count > 0"
+    counts = [c for c in ("decision_count", "feedback_count") if c in with_counts]
+    if counts:
+        sql += " AND (" + " OR ".join(f"{c} > 0" for c in counts) + ")"
     sql += " ORDER BY COALESCE(started_at, ''), session_id"
     return [r[0] for r in catalog.db.execute(sql, args)]
 

@@ -19,6 +19,8 @@ class ContentType:
 
 TABLE: tuple[ContentType, ...] = (
     ContentType("plan", True, ("sessions",), "plan"),
+    # a question the user answered (with the alternatives) or a plan approved or rejected
+    ContentType("decision", True, ("sessions", "turns"), "decision"),
     ContentType("subagent_summary", True, ("sessions",), "subagent report"),
     ContentType("summary_label", True, ("sessions",), "topic label"),
     ContentType("compact_summary", True, ("sessions",), "compaction summary"),

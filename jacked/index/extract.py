@@ -1,6 +1,6 @@
 """Extraction: a cataloged session → the documents jacked indexes, one per content type unit.
 
-Distilled units (plans, subagent reports, labels, compaction summaries, recaps, titles,
+Distilled units (plans, decisions, subagent reports, labels, compaction summaries, recaps, titles,
 user prompts, final assistant texts) get dense and sparse vectors; `chunk` units — windows
 of the whole transcript: tool calls, commands, file paths, results and errors — are
 sparse-only, so a detail seen once in a tool output still finds its session while the
@@ -18,7 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jacked.catalog import Catalog
+import orjson
+
+from jacked.catalog import Catalog, timeline_queries
+from jacked.sources.decisions import SEARCHABLE_DECISIONS, decision_text
 from jacked.sources.model import prompt_text
 
 # Bump when what is extracted or how it is split changes: every content hash changes with it.
@@ -145,9 +148,24 @@ class Extractor:
             if t["assistant_text"]:
                 add("assistant_response", t["turn_index"], t["assistant_text"], timestamp=t["ended_at"],
                     turn_index=t["turn_index"])
+        self._decisions(sid, turns, row, add)
         self._summaries(sid, turns, row, add)
         self._chunks(sid, turns, subs, add)
         return docs
+
+    def _decisions(self, sid: str, turns: list[dict[str, Any]], row: dict[str, Any],
+                   add: Callable[..., None]) -> None:
+        """One `decision` per question answered and per plan approved or rejected, said in one line
+        (question, answer and alternatives; the plan's title and the reason it was refused)."""
+        kept = {t["turn_index"] for t in turns}
+        unit = 0
+        for e in timeline_queries.turn_event_rows(self.catalog, sid, ("decision",)):
+            data = orjson.loads(e["data"] or "{}")
+            if e["turn_index"] not in kept or data.get("kind") not in SEARCHABLE_DECISIONS:
+                continue
+            add("decision", unit, decision_text(data), timestamp=e["timestamp"] or row.get("started_at"),
+                turn_index=e["turn_index"])
+            unit += 1
 
     def _summaries(self, sid: str, turns: list[dict[str, Any]], row: dict[str, Any],
                    add: Callable[..., None]) -> None:

@@ -6,10 +6,21 @@ only new or changed units are embedded (each distinct text once, with a persiste
 vectors), vanished units are deleted. The store is written before the catalog records it,
 and a session is marked dirty while in flight, so a crash at any point is repaired by the
 next run: no point is lost, duplicated or orphaned.
+
+A backfill makes search useful long before it ends: it reads the sessions newest first, a
+chunk at a time, and writes each chunk's points at once with their BM25 vectors only (the
+lexical pass: no embedding, so every session is findable by its words within minutes); the
+dense vectors are filled in afterwards, newest sessions first (the dense pass), and the points
+gain semantic search as they get them. Both passes record what they did per batch, so a
+backfill stopped at any moment (even by SIGKILL) resumes where it was: nothing already
+written is embedded or written again. Other processes that wait for the index (a search, a
+hook, `status`) are let in between batches. `JACKED_HOME/backfill.json` says how far each pass
+is (`jacked status` reads it, with an ETA).
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -21,13 +32,22 @@ from jacked.catalog import Catalog, index_state
 from jacked.config import Settings
 from jacked.index.extract import Document, Extractor
 from jacked.ingest.agents import source_roots
+from jacked.ingest.privacy import Privacy
 from jacked.ingest.scan import ScanReport, Scanner
 from jacked.util.time import parse_ts
 
 BATCH_DOCS = 256  # documents embedded and written per store round trip: bounds memory
+# The lexical pass embeds nothing: larger round trips, still bounded.
+LEXICAL_BATCH_DOCS = 1024
+# The dense pass: points whose vectors are embedded and written per round. A round is the
+# longest a process waiting for the index waits (~5 s of embedding on 2 cores).
+DENSE_BATCH_POINTS = 48
 Progress = Callable[[str, int, int], None]
-# A backfill that wrote at least this many points builds the store's search graph afterwards.
-OPTIMIZE_AFTER_POINTS = 10_000
+# A backfill that wrote at least this many points builds the store's search graph for the last
+# ones before it ends (writers optimise every `OPTIMIZE_EVERY` points along the way).
+OPTIMIZE_AFTER_POINTS = 1_000
+#: How far a running (or stopped) backfill is, for `jacked status`: JACKED_HOME/backfill.json.
+PROGRESS_FILE = "backfill.json"
 PAYLOAD_VERSION = 1  # see Indexer._upgrade_payloads
 
 
@@ -41,6 +61,7 @@ class IndexReport:
     points_unchanged: int = 0
     points_deleted: int = 0
     texts_embedded: int = 0
+    points_dense_filled: int = 0  # points given their dense vector by the dense pass
     lines_skipped: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -51,6 +72,7 @@ class IndexReport:
             "sessions_indexed": self.sessions_indexed, "sessions_unchanged": self.sessions_unchanged,
             "points_written": self.points_written, "points_unchanged": self.points_unchanged,
             "points_deleted": self.points_deleted, "texts_embedded": self.texts_embedded,
+            "points_dense_filled": self.points_dense_filled,
             "lines_skipped": self.lines_skipped, "errors": self.errors, "seconds": round(self.seconds, 3),
             "sessions_scanned": self.scan.sessions_scanned if self.scan else 0,
             "tool_results_missing": self.scan.tool_results_missing if self.scan else 0,
@@ -130,30 +152,91 @@ class Indexer:
 
     # ------------------------------------------------------------------ entry points
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> IndexReport:
-        """Scan the Claude directory, then index every session that changed."""
+        """Scan the Claude directory newest first, writing each chunk's lexical points as it goes,
+        then fill in the dense vectors (newest sessions first); see the module doc."""
         t0 = time.perf_counter()
         scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
-                         archive=self.settings.archive)
+                         archive=self.settings.archive, privacy=Privacy.from_settings(self.settings))
         only = None
         if repo:
             only = lambda g: self._group_repo(g) == repo  # noqa: E731 - tiny predicate
-        scan = scanner.scan(progress=(lambda d, n: progress("scan", d, n)) if progress else None, only=only)
-        report = IndexReport(scan=scan, lines_skipped=scan.lines_skipped, errors=list(scan.errors))
+        report = IndexReport(scan=ScanReport())
         if rebuild:
             index_state.forget_user(self.catalog, self.user)
+        log = BackfillLog(self.settings.home)
         with self.open_store(recreate=rebuild) as store:
             self._upgrade_payloads(store)
-            self._index_sessions(store, scan.session_ids, report, progress)
-            if report.points_written >= OPTIMIZE_AFTER_POINTS:
+            done: set[str] = set()
+
+            def scan_progress(d: int, n: int) -> None:
+                log.scan(d, n)
+                if progress:
+                    progress("scan", d, n)
+
+            def lexical(session_ids: list[str]) -> None:
+                # Sessions scanned: their lexical points now, before older sessions are read.
+                self._index_sessions(store, session_ids, report, None, lexical=True)
+                done.update(session_ids)
+                log.lexical(len(done))
+                if progress:
+                    progress("lexical", len(done), log.total)
+                store.let_waiters_in()
+
+            scan = scanner.scan(progress=scan_progress, only=only, on_chunk=lexical)
+            report.scan = scan
+            report.lines_skipped, report.errors = scan.lines_skipped, list(scan.errors)
+            # Sessions the chunks did not cover (restored from the archive, other agents', prompt-only).
+            lexical([sid for sid in scan.session_ids if sid not in done])
+            self.purge_forgotten(store)
+            self._fill_dense(store, report, progress, log)
+            if report.points_written + report.points_dense_filled >= OPTIMIZE_AFTER_POINTS:
                 # Segments without an HNSW graph are searched point by point: at 100k points a
                 # query costs ~18 ms that way, ~5 ms after this (which takes ~1.5 s per 1,000 points).
+                log.phase("optimize")
                 if progress:
                     progress("optimize", 0, 1)
                 store.optimize()
                 if progress:
                     progress("optimize", 1, 1)
+            else:
+                store.upkeep()
         report.seconds = time.perf_counter() - t0
+        log.finish(report)
         return report
+
+    def _fill_dense(self, store: Any, report: IndexReport, progress: Progress | None, log: BackfillLog) -> None:
+        """The dense pass: embed the texts of points written without their dense vector (newest
+        sessions first) and set them, a round of `DENSE_BATCH_POINTS` at a time."""
+        sessions = index_state.dense_pending_sessions(self.catalog, self.user)
+        if not sessions:
+            return
+        total = index_state.index_counts(self.catalog, self.user)["points_pending_dense"]
+        log.dense_start(total)
+        model = self.dense.model_name
+        filled = 0
+        for start in range(0, len(sessions), 200):
+            chunk = sessions[start:start + 200]
+            rows = index_state.pending_points(self.catalog, chunk, self.user)
+            for i in range(0, len(rows), DENSE_BATCH_POINTS):
+                part = rows[i:i + DENSE_BATCH_POINTS]
+                held = {h.id: h.payload for h in store.retrieve([pid for pid, _, _ in part], ["text", "content_hash"])}
+                ok = [(pid, sid, h) for pid, sid, h in part
+                      if held.get(pid, {}).get("content_hash") == h and isinstance(held[pid].get("text"), str)]
+                broken = sorted({sid for pid, sid, h in part if (pid, sid, h) not in ok})
+                vectors = self._dense_vectors([held[pid]["text"] for pid, _, _ in ok], report)
+                if ok:
+                    store.update_vectors([(pid, vectors[held[pid]["text"]]) for pid, _, _ in ok])
+                    store.set_payload([pid for pid, _, _ in ok], {"embedding_model": model})
+                # A session is clean once none of its points waits any more (checked in the catalog).
+                index_state.record_dense(self.catalog, self.user, [(pid, h) for pid, _, h in ok],
+                                         sorted({sid for _, sid, _ in part}), broken)
+                filled += len(ok)
+                report.points_dense_filled += len(ok)
+                log.dense(filled, report.texts_embedded)
+                if progress:
+                    progress("dense", filled, total)
+                store.upkeep()
+                store.let_waiters_in()
 
     def _upgrade_payloads(self, store: Any) -> None:
         """Give points written by an older jacked the payload fields filters now use, without
@@ -183,6 +266,7 @@ class Indexer:
         with self.open_store() as store:
             self._upgrade_payloads(store)
             self._index_sessions(store, session_ids, report, None)
+            self.purge_forgotten(store)
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -191,12 +275,21 @@ class Indexer:
         """Scan and index session groups into an already open store."""
         self._upgrade_payloads(store)
         scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
-                         archive=self.settings.archive)
+                         archive=self.settings.archive, privacy=Privacy.from_settings(self.settings))
         assert report.scan is not None
         for g in groups:
             scanner.scan_group(g, report.scan)
         report.lines_skipped = report.scan.lines_skipped
         self._index_sessions(store, [g.session_id for g in groups], report, progress)
+        self.purge_forgotten(store)
+
+    def purge_forgotten(self, store: Any) -> int:
+        """Take the points of sessions forgotten since the last run (`exclude` / `#nomem` caught
+        them in a scan) out of the open store, and compact; how many points went. Two small
+        queries when there is nothing to do (jacked.index.purge)."""
+        from jacked.index.purge import purge_forgotten
+
+        return purge_forgotten(self.catalog, store, self.user, _vec_key)[0]
 
     def _group_repo(self, group: Any) -> str | None:
         for path in group.all_paths():
@@ -210,20 +303,26 @@ class Indexer:
 
     # ------------------------------------------------------------------ core
     def _stale_sessions(self, session_ids: Iterable[str]) -> tuple[list[str], int]:
-        """Sessions whose rows changed since this user indexed them (or left dirty by a crash)."""
-        wanted = set(session_ids)
+        """Sessions whose rows changed since this user indexed them (or left dirty by a crash), in
+        the order given. A session whose points are written and wait only for dense vectors
+        (`LEXICAL`) is not stale: the dense pass fills them in."""
+        wanted = list(dict.fromkeys(session_ids))
+        where = {sid: i for i, sid in enumerate(wanted)}
         stale, fresh = [], 0
         for sid, content_seq, indexed_seq, dirty in index_state.index_progress(self.catalog, self.user):
-            if sid not in wanted:
+            if sid not in where:
                 continue
-            if indexed_seq is None or dirty or content_seq != indexed_seq:
+            if indexed_seq is None or dirty not in (0, index_state.LEXICAL) or content_seq != indexed_seq:
                 stale.append(sid)
             else:
                 fresh += 1
-        return sorted(stale), fresh
+        stale.sort(key=where.__getitem__)
+        return stale, fresh
 
     def _index_sessions(self, store: Any, session_ids: Iterable[str], report: IndexReport,
-                        progress: Progress | None) -> None:
+                        progress: Progress | None, lexical: bool = False) -> None:
+        """Index the stale ones of `session_ids`; with `lexical`, dense vectors not in the cache
+        are left for the dense pass (the points are written with their BM25 vector only)."""
         extractor = Extractor(self.catalog, self._count_tokens, self.dense.max_tokens)
         stale, fresh = self._stale_sessions(session_ids)
         report.sessions_unchanged += fresh
@@ -238,61 +337,97 @@ class Indexer:
             docs = extractor.documents(sid)
             pending.append((sid, row["content_seq"] if row else 0, docs, self._known_points(sid, store)))
             pending_docs += len(docs)
-            if pending_docs >= BATCH_DOCS:
-                self._write_batch(store, pending, report)
+            if pending_docs >= (LEXICAL_BATCH_DOCS if lexical else BATCH_DOCS):
+                self._write_batch(store, pending, report, lexical)
                 pending, pending_docs = [], 0
+                if lexical:
+                    store.upkeep()
+                    store.let_waiters_in()
             if progress:
                 progress("index", i + 1, len(stale))
         if pending:
-            self._write_batch(store, pending, report)
+            self._write_batch(store, pending, report, lexical)
+        if stale and not lexical:
+            store.upkeep()
 
     def _known_points(self, sid: str, store: Any) -> dict[str, str]:
         """point id → content hash of what the index holds for a session (by this user)."""
         points, complete = index_state.indexed_points(self.catalog, sid, self.user)
         if not complete and self._store_has_user:
-            # Unknown or interrupted: ask the store itself what it holds for this session.
+            # Unknown or interrupted: ask the store itself what it holds for this session (a point
+            # of a dense type with no embedding model has no dense vector yet).
+            from jacked.index.content_types import DENSE_TYPES
             from jacked.index.store import SearchFilter
 
-            return {h.id: h.payload.get("content_hash", "") for h in
-                    store.scroll(SearchFilter(session_ids=[sid], user_name=self.user), fields=["content_hash"])}
+            known = {}
+            for h in store.scroll(SearchFilter(session_ids=[sid], user_name=self.user),
+                                  fields=["content_hash", "content_type", "embedding_model"]):
+                waits = h.payload.get("content_type") in DENSE_TYPES and not h.payload.get("embedding_model")
+                known[h.id] = (index_state.PENDING if waits else "") + str(h.payload.get("content_hash", ""))
+            return known
         return points
 
     def _write_batch(self, store: Any, batch: list[tuple[str, int, list[Document], dict[str, str]]],
-                     report: IndexReport) -> None:
+                     report: IndexReport, lexical: bool = False) -> None:
+        """Write what changed in these sessions. With `lexical`, a dense document whose vector is
+        not cached is written with its BM25 vector only and recorded as waiting (`PENDING`);
+        a point already written that way, with the same text, is left as it is."""
         from jacked.index.store import Point
 
         model = self.dense.model_name
+        pending_mark = index_state.PENDING
         to_write: list[tuple[Document, str]] = []
         to_delete: list[str] = []
+        waiting: set[str] = set()  # sessions left with points that wait for their dense vector
         for sid, _, docs, known in batch:
             want = {}
             for d in docs:
                 h = d.content_hash(model)
                 want[d.point_id] = h
-                if known.get(d.point_id) != h:
-                    to_write.append((d, h))
-                else:
+                was = known.get(d.point_id)
+                if was == h or (lexical and was == pending_mark + h):
                     report.points_unchanged += 1
+                    if was != h:
+                        waiting.add(sid)
+                else:
+                    to_write.append((d, h))
             to_delete += [pid for pid in known if pid not in want]
         index_state.mark_dirty(self.catalog, [sid for sid, _, _, _ in batch], self.user)
-        dense_vecs = self._dense_vectors([d.text for d, _ in to_write if d.dense], report)
+        dense_texts = [d.text for d, _ in to_write if d.dense]
+        if lexical:
+            dense_vecs = self._cached_vectors(dense_texts)
+        else:
+            dense_vecs = self._dense_vectors(dense_texts, report)
         sparse_vecs = self.sparse.embed_documents([d.text for d, _ in to_write])
         rows_by_sid = {sid: self.catalog.get_session_row(sid) or {} for sid, _, _, _ in batch}
         points = []
+        recorded = []
         for (d, h), sv in zip(to_write, sparse_vecs):
-            points.append(Point(id=d.point_id, payload=self._payload(d, h, rows_by_sid[d.session_id]),
-                                dense=dense_vecs.get(d.text) if d.dense else None, sparse=sv))
+            dense = dense_vecs.get(d.text) if d.dense else None
+            payload = self._payload(d, h, rows_by_sid[d.session_id])
+            if d.dense and dense is None:
+                payload["embedding_model"] = None  # set by the dense pass with the vector
+                waiting.add(d.session_id)
+                recorded.append((d.point_id, d.session_id, d.content_type, pending_mark + h))
+            else:
+                recorded.append((d.point_id, d.session_id, d.content_type, h))
+            points.append(Point(id=d.point_id, payload=payload, dense=dense, sparse=sv))
         if points:
             store.upsert(points)
         if to_delete:
             store.delete_points(to_delete)
         index_state.record_indexed(
-            self.catalog, self.user, to_delete,
-            [(d.point_id, d.session_id, d.content_type, h) for d, h in to_write],
-            [(sid, seq) for sid, seq, _, _ in batch])
+            self.catalog, self.user, to_delete, recorded,
+            [(sid, seq) for sid, seq, _, _ in batch], lexical=sorted(waiting))
         report.points_written += len(points)
         report.points_deleted += len(to_delete)
         report.sessions_indexed += sum(1 for _, _, docs, _ in batch if docs)  # listed sessions only
+
+    def _cached_vectors(self, texts: list[str]) -> dict[str, list[float]]:
+        """Vectors of those distinct texts the cache holds (nothing is embedded)."""
+        model = self.dense.model_name
+        keys = {_vec_key(model, t): t for t in dict.fromkeys(texts)}
+        return {keys[k]: v for k, v in index_state.cached_vectors(self.catalog, list(keys)).items()}
 
     def _dense_vectors(self, texts: list[str], report: IndexReport) -> dict[str, list[float]]:
         """Vectors for distinct texts: from the cache, else embedded (and cached)."""
@@ -355,3 +490,112 @@ def store_exists(store: Any) -> bool:
     """Whether an edge shard exists on disk (a server collection is assumed to)."""
     shard = getattr(store, "shard_path", None)
     return shard is None or Path(shard).exists()
+
+
+class BackfillLog:
+    """`JACKED_HOME/backfill.json`: how far a backfill is, rewritten (atomically, at most once a
+    second) as it goes, for `jacked status`. The catalog holds the lasting facts (which sessions
+    and points are done); this file adds who is working, since when and how fast."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = Path(home) / PROGRESS_FILE
+        now = time.time()
+        self.data: dict[str, Any] = {
+            "pid": os.getpid(), "started_at": now, "updated_at": now, "phase": "scan",
+            "scan": {"done": 0, "total": 0},
+            "lexical": {"sessions_done": 0, "sessions_total": 0, "started_at": now, "finished_at": None},
+            "dense": {"points_done": 0, "points_total": 0, "texts_embedded": 0, "started_at": None,
+                      "finished_at": None},
+        }
+        self._written = 0.0
+        self._write(force=True)
+
+    @property
+    def total(self) -> int:
+        return int(self.data["scan"]["total"])
+
+    def scan(self, done: int, total: int) -> None:
+        self.data["scan"] = {"done": done, "total": total}
+        self.data["lexical"]["sessions_total"] = total
+        self._write()
+
+    def lexical(self, done: int) -> None:
+        self.data["phase"] = "lexical"
+        lex = self.data["lexical"]
+        lex["sessions_done"] = done
+        lex["sessions_total"] = max(lex["sessions_total"], done)
+        self._write()
+
+    def dense_start(self, total: int) -> None:
+        self.data["lexical"]["finished_at"] = time.time()
+        self.data["phase"] = "dense"
+        self.data["dense"].update(points_total=total, started_at=time.time())
+        self._write(force=True)
+
+    def dense(self, done: int, texts: int) -> None:
+        self.data["dense"].update(points_done=done, texts_embedded=texts)
+        self._write()
+
+    def phase(self, name: str) -> None:
+        self.data["phase"] = name
+        self._write(force=True)
+
+    def finish(self, report: IndexReport) -> None:
+        now = time.time()
+        self.data["phase"] = "done"
+        self.data["lexical"]["finished_at"] = self.data["lexical"]["finished_at"] or now
+        if self.data["dense"]["started_at"]:
+            self.data["dense"]["finished_at"] = now
+        self.data["seconds"] = round(report.seconds, 3)
+        self._write(force=True)
+
+    def _write(self, force: bool = False) -> None:
+        now = time.time()
+        if not force and now - self._written < 1.0:
+            return
+        self._written = now
+        self.data["updated_at"] = now
+        try:
+            from jacked.util.fs import atomic_write
+
+            import json
+
+            atomic_write(self.path, json.dumps(self.data).encode(), mode=0o600)
+        except OSError:
+            pass  # progress is a courtesy; the catalog has the facts
+
+
+def backfill_state(home: Path) -> dict[str, Any] | None:
+    """The last backfill's progress record, with `running` (its process is alive) and, for a pass
+    under way, `eta_seconds` from its pace so far; None if no backfill ever ran here."""
+    import json
+
+    try:
+        data = json.loads((Path(home) / PROGRESS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    pid = int(data.get("pid") or 0)
+    running = data.get("phase") != "done" and pid > 0 and _alive(pid)
+    data["running"] = running
+    now = time.time()
+    for name, done_key, total_key in (("lexical", "sessions_done", "sessions_total"),
+                                      ("dense", "points_done", "points_total")):
+        part = data.get(name) or {}
+        done, total, since = part.get(done_key) or 0, part.get(total_key) or 0, part.get("started_at")
+        part["eta_seconds"] = None
+        if running and since and not part.get("finished_at") and 0 < done < total:
+            part["eta_seconds"] = round((total - done) * (now - since) / done)
+    return data
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+

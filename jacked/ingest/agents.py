@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jacked.catalog import Catalog, FileState, scan_state
+from jacked.catalog import Catalog, FileState, forget_queries, scan_state
 from jacked.sources.base import FoundSession, TranscriptSource, redact_session
 from jacked.sources.model import Session
 from jacked.sources.registry import SOURCES
@@ -46,9 +46,12 @@ def source_status(catalog: Catalog, claude_dir: Path, disabled: list[str] | tupl
     return out
 
 
-def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: dict[str, FileState], report: Any) -> None:
+def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: dict[str, FileState], report: Any,
+                privacy: Any = None) -> None:
     """Bring the catalog up to date with the sessions under `roots` ({agent: folder}); counts go to
-    `report` (a `ScanReport`: its `agents` per agent, `errors`, and the session totals)."""
+    `report` (a `ScanReport`: its `agents` per agent, `errors`, and the session totals). `privacy`
+    (jacked.ingest.privacy): sessions not to keep are forgotten instead of written."""
+    forgotten = forget_queries.forgotten_ids(catalog)
     for name, root in roots.items():
         source = SOURCES[name]
         counts = report.agents.setdefault(name, {"root": str(root), "sessions": 0, "scanned": 0, "skipped": 0})
@@ -58,6 +61,9 @@ def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: dict[str, Fi
         try:
             for found in source.discover(root, errors):
                 counts["sessions"] += 1
+                if found.session_id in forgotten:  # never read or written again
+                    report.sessions_forgotten += 1
+                    continue
                 report.session_ids.append(found.session_id)
                 if found.extra.get("fallback") and catalog.existing_session_ids([found.session_id]):
                     # A stand-in read from what the agent kept after deleting the session (Gemini CLI's
@@ -77,11 +83,11 @@ def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: dict[str, Fi
                     continue
                 pending.append(built)
                 if len(pending) >= WRITE_EVERY:
-                    _write(catalog, pending, known, report, counts)
+                    _write(catalog, pending, known, report, counts, privacy)
                     pending = []
         except OSError as e:  # the folder itself went away or became unreadable mid-listing
             errors.append(f"{root}: {e.strerror or e}")
-        _write(catalog, pending, known, report, counts)
+        _write(catalog, pending, known, report, counts, privacy)
         turns, skipped, _ = scan_state.unchanged_totals(catalog, unchanged)
         report.turns += turns
         report.lines_skipped += skipped
@@ -113,13 +119,19 @@ def _read(source: TranscriptSource, found: FoundSession, errors: list[str]) -> t
 
 
 def _write(catalog: Catalog, built: list[tuple[Session, FileState]], known: dict[str, FileState], report: Any,
-           counts: dict[str, Any]) -> None:
+           counts: dict[str, Any], privacy: Any = None) -> None:
     if not built:
         return
     existing = catalog.existing_session_ids([s.session_id for s, _ in built])
     with catalog.transaction():
+        if privacy is not None:  # `exclude` / `#nomem`: forgotten, not written
+            dropped = privacy.screen(catalog, [s for s, _ in built])
+            report.sessions_excluded += len(dropped)
+            built = [b for b in built if b[0].session_id not in dropped]
+        skipped = catalog.replace_sessions([(s, s.lines_skipped, s.session_id in existing) for s, _ in built])
+        report.sessions_forgotten += len(skipped)
+        built = [b for b in built if b[0].session_id not in skipped]
         catalog.save_file_states([st for _, st in built])
-        catalog.replace_sessions([(s, s.lines_skipped, s.session_id in existing) for s, _ in built])
     for session, state in built:
         known[state.path] = state
         counts["scanned"] += 1

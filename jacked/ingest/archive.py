@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jacked.catalog import archive_queries, scan_state
+from jacked.catalog import archive_queries, forget_queries, scan_state
 from jacked.ingest.reading import ScanReport, SessionReader
 from jacked.util.fs import atomic_output
 
@@ -304,10 +304,11 @@ class Archive:
         except Exception as e:  # noqa: BLE001 - e.g. the lock timed out: report, keep scanning
             self.errors.append(f"{group.session_id}: {type(e).__name__}: {e}")
 
-    def capture_plans(self, plans_dir: Path) -> None:
+    def capture_plans(self, plans_dir: Path, skip: set[str] | frozenset[str] = frozenset()) -> None:
+        """Copy every plan in `plans_dir` but those whose slug is in `skip` (plans of forgotten sessions)."""
         if not plans_dir.is_dir():
             return
-        plans = sorted(plans_dir.glob("*.md"))
+        plans = sorted(p for p in plans_dir.glob("*.md") if p.stem not in skip)
         if not self._changed(plans):
             return
         try:
@@ -316,6 +317,46 @@ class Archive:
                     self.capture(p, "plan")
         except Exception as e:  # noqa: BLE001
             self.errors.append(f"{plans_dir}: {type(e).__name__}: {e}")
+
+    # ------------------------------------------------------------------ forgetting
+    def drop_sessions(self, session_ids: list[str], plan_slugs: set[str] | frozenset[str] = frozenset()) -> dict[str, int]:
+        """Delete what the archive keeps of forgotten sessions — every copy of theirs and the plans
+        named by `plan_slugs` — then compact the manifest so no old row stays on disk. Returns
+        {files, bytes} (compressed bytes removed). Never raises (problems go to `errors`)."""
+        try:
+            return self._drop(session_ids, plan_slugs)
+        except Exception as e:  # noqa: BLE001 - e.g. the lock timed out: report it, the caller goes on
+            self.errors.append(f"forget: {type(e).__name__}: {e}")
+            return {"files": 0, "bytes": 0}
+
+    def _drop(self, session_ids: list[str], plan_slugs: set[str] | frozenset[str]) -> dict[str, int]:
+        if not (self.root / "manifest.db").exists() or not (session_ids or plan_slugs):
+            return {"files": 0, "bytes": 0}
+        removed = 0
+        with self._locked():
+            rows = archive_queries.session_entries(self.db, session_ids)
+            rows += archive_queries.plan_entries(self.db, sorted(f"{slug}.md" for slug in plan_slugs))
+            for r in rows:
+                gz = self.gz_path(r["rel"])
+                try:
+                    removed += gz.stat().st_size
+                    gz.unlink()
+                except FileNotFoundError:
+                    pass
+                _prune_empty(gz.parent, self.root)
+                if self._seen is not None:
+                    self._seen.pop(r["source"], None)
+            archive_queries.delete_entries(self.db, [r["source"] for r in rows])
+        if rows:
+            self.compact()
+        return {"files": len(rows), "bytes": removed}
+
+    def compact(self) -> dict[str, Any]:
+        """Rewrite the manifest without free pages and empty its write-ahead log (not inside a
+        manifest transaction: then nothing is done)."""
+        if self._held:
+            return {}
+        return forget_queries.compact_db(self.db, self.root / "manifest.db")
 
     # ------------------------------------------------------------------ reading back
     def read_bytes(self, entry: Entry) -> bytes:
@@ -354,7 +395,7 @@ class Archive:
         gone = [Entry(**r) for r in rows if r["source"] not in discovered and _gone(r["source"])]
         if not gone:
             return []
-        seen = set(report.session_ids)
+        seen = set(report.session_ids) | forget_queries.forgotten_ids(scanner.catalog)  # forgotten: never back
         restored: list[str] = []
         todo: list[Entry] = []
         only_here: list[str] = []
@@ -441,6 +482,18 @@ class Archive:
         return sid
 
 
+def _prune_empty(folder: Path, root: Path) -> None:
+    """Remove `folder` and its parents up to (not including) `root` while they are empty (a
+    folder's name is a project's encoded path: it goes with the last copy in it)."""
+    folder, root = folder.absolute(), root.absolute()
+    while folder != root and folder.is_relative_to(root):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
 def _gone(path: str) -> bool:
     """Whether a transcript is gone for sure: not when it is only out of reach (a folder that
     cannot be listed: its sessions stay as they were cataloged, not taken for deleted)."""
@@ -461,7 +514,8 @@ class _Restorer(SessionReader):
 
     def __init__(self, parent: SessionReader, mapping: dict[str, str], plans_dir: Path) -> None:  # noqa: D107
         # The parent's catalog and in-memory file states; never archive the temp copies.
-        super().__init__(parent.catalog, parent.claude_dir, archive=None, known=parent.known)
+        super().__init__(parent.catalog, parent.claude_dir, archive=None, known=parent.known,
+                         privacy=parent.privacy)
         self.plans_dir = plans_dir
         self._mapping = mapping
 

@@ -160,9 +160,15 @@ def _recover(scanner: SessionReader, report: ScanReport, out: HistoryReport) -> 
         state=dump_state({"without_session": totals["without_session"]}), parser_version=HISTORY_VERSION)
     sessions = _build_sessions(scanner, found, out)
     catalog = scanner.catalog
+    privacy = getattr(scanner, "privacy", None)
     with catalog.transaction():
+        if sessions and privacy is not None:  # `exclude` / `#nomem` (jacked.ingest.privacy): forgotten, not written
+            dropped = privacy.screen(catalog, [s for s, _ in sessions])
+            report.sessions_excluded += len(dropped)
+            sessions = [x for x in sessions if x[0].session_id not in dropped]
         if sessions:
-            catalog.replace_sessions([(s, 0, known_row) for s, known_row in sessions], source="history")
+            skipped = catalog.replace_sessions([(s, 0, known_row) for s, known_row in sessions], source="history")
+            sessions = [x for x in sessions if x[0].session_id not in skipped]
         catalog.save_file_states([state])
     state.state = None
     scanner.known[rel] = state

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jacked.catalog import Catalog, FileState, dump_state, load_state, scan_state
+from jacked.catalog import Catalog, FileState, dump_state, forget_queries, load_state, scan_state
 from jacked.sources.claude.assemble import assemble, subagent_meta
 from jacked.sources.claude.discover import SessionFiles, discover
 from jacked.sources.model import Session
@@ -50,6 +50,8 @@ class ScanReport:
     lines_unknown: int = 0
     lines_duplicate: int = 0
     tool_results_missing: int = 0  # results referring to a tool-results/ file that is not there
+    sessions_forgotten: int = 0  # passed over: forgotten earlier (`jacked forget`, `exclude`, `#nomem`)
+    sessions_excluded: int = 0  # forgotten by this scan: caught by `exclude` or `#nomem` (jacked.ingest.privacy)
     errors: list[str] = field(default_factory=list)
     changed_session_ids: list[str] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # every session seen, changed or not
@@ -65,6 +67,7 @@ class ScanReport:
             "lines_read": self.lines_read, "lines_skipped": self.lines_skipped,
             "lines_malformed": self.lines_malformed, "lines_unknown": self.lines_unknown,
             "lines_duplicate": self.lines_duplicate, "tool_results_missing": self.tool_results_missing,
+            "sessions_forgotten": self.sessions_forgotten, "sessions_excluded": self.sessions_excluded,
             "files_opened": self.files_opened,
             "files_resumed": self.files_resumed, "bytes_read": self.bytes_read, "errors": self.errors,
             "seconds": round(self.seconds, 3), "history": self.history, "agents": self.agents,
@@ -98,10 +101,13 @@ class SessionReader:
     source = "transcript"  # `sessions.source` of what it writes (the archive's restorer: "archive")
 
     def __init__(self, catalog: Catalog, claude_dir: Path, archive: Any = None,
-                 known: dict[str, FileState] | None = None) -> None:
-        """`known`: the cataloged files' scan states, when the caller has them already."""
+                 known: dict[str, FileState] | None = None, privacy: Any = None) -> None:
+        """`known`: the cataloged files' scan states, when the caller has them already. `privacy`: a
+        `jacked.ingest.privacy.Privacy` whose sessions not to keep are forgotten as they are read
+        (None: every session is kept; forgotten ones are never written again either way)."""
         self.catalog = catalog
         self.archive = archive  # keeps a compressed copy of every file read, when given
+        self.privacy = privacy
         self.claude_dir = claude_dir
         self.projects_dir = claude_dir / "projects"
         self.plans_dir = claude_dir / "plans"
@@ -133,7 +139,14 @@ class SessionReader:
         todo: list[tuple[SessionFiles, dict[Path, os.stat_result]]] = []
         unchanged: list[str] = []
         done = 0
+        forgotten = forget_queries.forgotten_ids(self.catalog)
         for group in groups:
+            if group.session_id in forgotten:  # never read, archived or written again
+                report.sessions_forgotten += 1
+                done += 1
+                if progress:
+                    progress(done, len(groups))
+                continue
             try:
                 stats = self.changed_stats(group, report)
                 if stats is None:
@@ -207,6 +220,9 @@ class SessionReader:
 
     def scan_group(self, group: SessionFiles, report: ScanReport, in_transaction: bool = False) -> Session | None:
         """Scan one session's files; returns the session when it was (re)built."""
+        if self.catalog.forgotten_among([group.session_id]):
+            report.sessions_forgotten += 1
+            return None
         stats = self.changed_stats(group, report)
         if stats is None:
             self._count_unchanged([group.session_id], report)
@@ -272,18 +288,32 @@ class SessionReader:
         """Write built sessions (inside a transaction), several at once, and count them."""
         if not built:
             return
+        if self.privacy is not None:  # sessions the user keeps out (`exclude`, `#nomem`): forgotten now
+            dropped = self.privacy.screen(self.catalog, [s for _, s, _, _ in built])
+            if dropped:
+                report.sessions_excluded += len(dropped)
+                built = [b for b in built if b[1].session_id not in dropped]
+                if self.archive is not None:  # copied as the scan looked at it: not to be kept either
+                    self.archive.drop_sessions(list(dropped), forget_queries.forgotten_slugs(self.catalog))
+                if not built:
+                    return
         seen_files = [any(self.rel(p) in self.known for p in g.all_paths()) for g, _, _, _ in built]
         # The same session may already be cataloged from another path (a copy, another Claude dir).
         in_catalog = self.catalog.existing_session_ids(
             [s.session_id for (_, s, _, _), seen in zip(built, seen_files) if not seen])
-        entries, states = [], []
-        for (group, session, file_states, skipped), seen in zip(built, seen_files):
-            if self.archive is not None and session.slug:
-                self.archive.capture(self.plans_dir / f"{session.slug}.md", "plan")
-            entries.append((session, skipped, seen or session.session_id in in_catalog))
-            states += file_states
+        entries = [(session, skipped, seen or session.session_id in in_catalog)
+                   for (_, session, _, skipped), seen in zip(built, seen_files)]
+        forgotten = self.catalog.replace_sessions(entries, source=self.source)
+        if forgotten:  # forgotten meanwhile (or read back from somewhere): nothing of them is kept
+            report.sessions_forgotten += len(forgotten)
+            entries = [e for e in entries if e[0].session_id not in forgotten]
+        states = [st for _, session, file_states, _ in built if session.session_id not in forgotten
+                  for st in file_states]
         self.catalog.save_file_states(states)
-        self.catalog.replace_sessions(entries, source=self.source)
+        if self.archive is not None:
+            for session, _, _ in entries:
+                if session.slug:
+                    self.archive.capture(self.plans_dir / f"{session.slug}.md", "plan")
         for st in states:
             st.state = None  # keep the in-memory index light
             self.known[st.path] = st
@@ -373,6 +403,7 @@ def _file_error(group: SessionFiles, e: OSError) -> str:
 
 def _merge(report: ScanReport, part: ScanReport) -> None:
     for name in ("sessions_scanned", "files_opened", "files_resumed", "bytes_read", "turns", "lines_read",
-                 "lines_skipped", "lines_malformed", "lines_unknown", "lines_duplicate", "tool_results_missing"):
+                 "lines_skipped", "lines_malformed", "lines_unknown", "lines_duplicate", "tool_results_missing",
+                 "sessions_forgotten", "sessions_excluded"):
         setattr(report, name, getattr(report, name) + getattr(part, name))
     report.errors.extend(part.errors)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, forget_queries
 from jacked.ingest.agents import scan_agents
 from jacked.ingest.archive import for_catalog
 from jacked.ingest.prompt_history import recover_from_history, settle_archived
@@ -30,33 +30,47 @@ from jacked.sources.claude.discover import SessionFiles, discover
 
 # A cold scan of this many changed sessions or more is spread over worker processes.
 PARALLEL_MIN_SESSIONS = 16
+# Sessions read per chunk when a backfill indexes each chunk before reading on (newest first).
+CHUNK_SESSIONS = 500
 
 
 class Scanner(SessionReader):
     """Brings the catalog up to date with a Claude directory and the other agents' folders."""
 
     def __init__(self, catalog: Catalog, claude_dir: Path, agents: Mapping[str, Path] | None = None,
-                 archive: Any = True) -> None:
+                 archive: Any = True, privacy: Any = None) -> None:
         """`agents`: {agent: folder} of the other sources to read too (`jacked.ingest.agents.source_roots`).
         The archive keeps a compressed copy of every Claude file read (True: the one beside the catalog;
-        False: none, the `archive` setting off)."""
+        False: none, the `archive` setting off). `privacy`: the sessions not to keep
+        (`jacked.ingest.privacy.Privacy.from_settings`; None keeps all but the forgotten ones)."""
         super().__init__(catalog, claude_dir,
-                         for_catalog(catalog, claude_dir) if archive is True else (archive or None))
+                         for_catalog(catalog, claude_dir) if archive is True else (archive or None),
+                         privacy=privacy)
         self.agents = dict(agents or {})
 
     def scan(self, progress: Callable[[int, int], None] | None = None,
-             only: Callable[[SessionFiles], bool] | None = None) -> ScanReport:
-        """Scan every session (or those `only` accepts); `progress(done, total)` is called per session."""
+             only: Callable[[SessionFiles], bool] | None = None,
+             on_chunk: Callable[[list[str]], None] | None = None) -> ScanReport:
+        """Scan every session (or those `only` accepts); `progress(done, total)` is called per session.
+
+        With `on_chunk`, sessions are read newest first (their main file's last write) in chunks of
+        `CHUNK_SESSIONS`, and `on_chunk(session_ids)` runs once each chunk is in the catalog: a
+        backfill indexes the newest sessions before it reads the older ones."""
         t0 = time.perf_counter()
         report = ScanReport()
         groups = discover(self.projects_dir, self._flat_parent, report.errors)
         if only is not None:
             groups = [g for g in groups if only(g)]
         report.session_ids = [g.session_id for g in groups]
+        if self.privacy is not None:  # cataloged sessions a new `exclude` glob catches
+            report.sessions_excluded += len(self.privacy.sweep(self.catalog))
         if self.archive is not None:
-            self.archive.capture_plans(self.plans_dir)
+            self.archive.capture_plans(self.plans_dir, skip=forget_queries.forgotten_slugs(self.catalog))
         with _collector_paused():
-            self._scan_groups(groups, report, progress)
+            if on_chunk is None:
+                self._scan_groups(groups, report, progress)
+            else:
+                self._scan_newest_first(groups, report, progress, on_chunk)
         if self.archive is not None and only is None:
             # Sessions whose transcript Claude Code deleted stay in the scan, read from the archive if need be.
             self.archive.restore_missing(self, report, {str(g.main.absolute()) for g in groups if g.main})
@@ -65,11 +79,34 @@ class Scanner(SessionReader):
             settle_archived(self.catalog, {g.session_id for g in groups if g.main})
             report.history = recover_from_history(self, report).to_json()
             if self.agents:
-                scan_agents(self.catalog, self.agents, self.known, report)
+                scan_agents(self.catalog, self.agents, self.known, report, self.privacy)
+        if self.archive is not None and report.sessions_excluded:
+            # What the archive copied of sessions this scan forgot (in worker processes too, or read
+            # back from the archive itself) goes with them.
+            self.archive.drop_sessions(sorted(forget_queries.forgotten_ids(self.catalog)),
+                                       forget_queries.forgotten_slugs(self.catalog))
         totals = self.catalog.totals()
         report.sessions = totals["sessions"]
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _scan_newest_first(self, groups: list[SessionFiles], report: ScanReport,
+                           progress: Callable[[int, int], None] | None,
+                           on_chunk: Callable[[list[str]], None]) -> None:
+        def last_write(g: SessionFiles) -> float:
+            try:
+                return (g.main or next(iter(g.all_paths()))).stat().st_mtime
+            except (OSError, StopIteration):
+                return 0.0
+
+        ordered = sorted(groups, key=last_write, reverse=True)
+        for start in range(0, len(ordered), CHUNK_SESSIONS):
+            part = ordered[start:start + CHUNK_SESSIONS]
+            tick = None
+            if progress is not None:
+                tick = lambda done, _n, base=start: progress(base + done, len(ordered))  # noqa: E731
+            self._scan_groups(part, report, tick)
+            on_chunk([g.session_id for g in part])
 
     def _parallel_ok(self, changed: int) -> bool:
         # Fork only from a single-threaded process (e.g. not inside `jacked ui`'s server):

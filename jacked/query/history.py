@@ -10,9 +10,10 @@ from typing import Any
 
 import orjson
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, timeline_queries
 from jacked.errors import JackedError
 from jacked.ingest.scan import Scanner, ScanReport
+from jacked.query.timeline import TURN_EVENT_TYPES, turn_event_fields
 from jacked.sources.claude.discover import SessionFiles, SubagentFile, is_agent_file, is_compaction_file, session_dir_files
 from jacked.sources.reader import first_record
 
@@ -35,6 +36,9 @@ def session_summary(row: dict[str, Any]) -> dict[str, Any]:
         "version": row.get("version_first"), "tool_call_count": row.get("tool_call_count"),
         "tool_error_count": row.get("tool_error_count"), "subagent_count": row.get("subagent_count"),
         "input_tokens": row.get("input_tokens"), "output_tokens": row.get("output_tokens"),
+        # what was decided (AskUserQuestion answers, plans approved or rejected, …) and what the user
+        # said about the work (calls refused, interruptions, corrections): see `jacked timeline`
+        "decision_count": row.get("decision_count") or 0, "feedback_count": row.get("feedback_count") or 0,
         "lines_skipped": row.get("lines_skipped"), "file": row.get("file") or None,
         # where the transcript is: transcript (on disk) | archive (only in jacked's archive) |
         # history (deleted before jacked saw it: the prompts from history.jsonl only)
@@ -88,6 +92,15 @@ def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
             "file_path": r["file_path"], "command": r["command"], "agent_id": r["agent_id"],
             "input": r["input_brief"], "result": r["result_brief"],
         })
+    # decisions, the user's feedback and the state each turn started from (see `jacked.sources.decisions`)
+    marks: dict[int, dict[str, Any]] = {}
+    for e in timeline_queries.turn_event_rows(catalog, session_id, TURN_EVENT_TYPES):
+        m = marks.setdefault(e["turn_index"], {"decisions": [], "feedback": [], "snapshot": None})
+        fields = {"timestamp": e["timestamp"], **turn_event_fields(e["type"], e["data"])}
+        if e["type"] == "snapshot":
+            m["snapshot"] = fields
+        else:
+            m["decisions" if e["type"] == "decision" else "feedback"].append(fields)
     turns = []
     for t in catalog.turn_rows(session_id):
         metrics = orjson.loads(t["metrics"]) if t["metrics"] else {}
@@ -99,6 +112,7 @@ def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
             "interrupted": bool(t["interrupted"]), "models": orjson.loads(t["models"] or "[]"),
             "assistant_text": t["assistant_text"], "invocations": invs.get(t["turn_index"], []),
             "metrics": metrics,
+            **marks.get(t["turn_index"], {"decisions": [], "feedback": [], "snapshot": None}),
         })
     subagents = [{
         "agent_id": a["agent_id"], "agent_type": a["agent_type"], "description": a["description"],

@@ -12,8 +12,9 @@ item while leaving out a smaller higher-priority one". The remaining budget only
 so an item that did not fit blocks every later one at least as large; the explicit check
 also covers the cases where headings make costs differ.
 
-Smart-mode tiers: plan > subagent summaries > compaction summaries and recaps > the first
-3 user messages > labels and further user messages. The last tier mixes two kinds, taken
+Smart-mode tiers: plan > decisions (questions answered, plans approved or rejected) > subagent
+summaries > compaction summaries and recaps > the first 3 user messages > labels and further
+user messages. The last tier mixes two kinds, taken
 smallest first: that keeps labels ahead of further messages in practice (labels are a few
 words), and means neither kind is ever kept while a smaller one of the other is left out.
 
@@ -59,6 +60,7 @@ class RetrieveError(JackedError, ValueError):
 # Group keys → headings, in display order.
 GROUPS: dict[str, str] = {
     "plan": "## Plan",
+    "decisions": "## Decisions",
     "agents": "## Subagent reports",
     "compact": "## Compaction summaries and recaps",
     "users": "## User messages",
@@ -161,25 +163,28 @@ def build_items(catalog: Catalog, session_id: str, mode: str) -> list[Item]:
     turns = [t for t in catalog.turn_rows(sid)]
     if mode in ("smart", "plan") and row.get("plan"):
         add("plan", row["plan"], 0, "plan")
+    if mode == "smart":  # right after the plan: what was decided, each a line of its own
+        for turn_index, text in retrieve_queries.decision_lines(catalog, sid):
+            add("decision", f"- turn {turn_index}: {text}", 1, "decisions", "", turn_index)
     if mode in ("smart", "agents"):
         for a in subs:
-            add("subagent_summary", a["summary_text"], 1, "agents", _subagent_title(a), a["turn_index"])
+            add("subagent_summary", a["summary_text"], 2, "agents", _subagent_title(a), a["turn_index"])
     if mode == "smart":
         for x in texts:
             if x["kind"] in ("compact_summary", "recap"):
-                add(x["kind"], x["text"], 2, "compact", f"### {x['kind'].replace('_', ' ')}"
+                add(x["kind"], x["text"], 3, "compact", f"### {x['kind'].replace('_', ' ')}"
                     + (f" (turn {x['turn_index']})" if x["turn_index"] is not None else ""), x["turn_index"])
         n = 0
         for t in turns:
             if t["turn_index"] < 1 or t["is_slash_command"] or not (t["prompt"] or "").strip():
                 continue  # slash commands say how, not what: they are not the user's intent
             n += 1
-            add("user_message", t["prompt"], 3 if n <= FIRST_USER_MESSAGES else 4, "users",
+            add("user_message", t["prompt"], 4 if n <= FIRST_USER_MESSAGES else 5, "users",
                 f"### turn {t['turn_index']}", t["turn_index"])
     if mode in ("smart", "labels"):
         for x in texts:
             if x["kind"] == "summary_label":
-                add("summary_label", x["text"], 4 if mode == "smart" else 0, "labels", "- label:")
+                add("summary_label", x["text"], 5 if mode == "smart" else 0, "labels", "- label:")
     if mode == "full":
         items.extend(_full_items(catalog, sid, row, texts, subs, turns))
     for it in items:
@@ -228,24 +233,25 @@ def _full_items(catalog: Catalog, sid: str, row: dict[str, Any], texts: list[dic
                 line += f"\n    → {_one_line(inv['result_brief'])}"
             lines.append(line)
         if lines:
-            add("tool_calls", "\n".join(lines), 5, g, f"TOOLS ({len(lines)} calls):", ti)
+            add("tool_calls", "\n".join(lines), 6, g, f"TOOLS ({len(lines)} calls):", ti)
         for a in subs_by_turn.get(ti, []):
-            add("subagent_summary", a["summary_text"], 4, g, _subagent_title(a).replace("### ", "SUBAGENT "), ti)
+            add("subagent_summary", a["summary_text"], 5, g, _subagent_title(a).replace("### ", "SUBAGENT "), ti)
         for x in texts_by_turn.get(ti, []):
             add(x["kind"], x["text"], 2, g, f"{x['kind'].upper().replace('_', ' ')}:", ti)
         add("assistant_response", t["assistant_text"], 3, g, "ASSISTANT:", ti)
     for a in subs_by_turn.get(None, []):  # subagents no call could be tied to
-        add("subagent_summary", a["summary_text"], 4, "agents", _subagent_title(a))
+        add("subagent_summary", a["summary_text"], 5, "agents", _subagent_title(a))
     for x in texts_by_turn.get(None, []):
         add(x["kind"], x["text"], 2, "compact", f"{x['kind'].upper().replace('_', ' ')}:")
     for x in texts:
         if x["kind"] == "summary_label":
-            add("summary_label", x["text"], 6, "labels", "- label:")
+            add("summary_label", x["text"], 7, "labels", "- label:")
     return out
 
 
 # Tiers whose items are taken smallest first and block each other both ways (see module doc).
-MIXED_TIERS = {4}
+# (Full mode has no tier 4, so that its subagent reports share tier 5 with the same effect as ever.)
+MIXED_TIERS = {5}
 
 
 def _sort_key(it: Item, position: int) -> tuple[Any, ...]:
@@ -266,7 +272,7 @@ def _group_heading(group: str, row: dict[str, Any], mode: str) -> str:
 def _group_rank(group: str) -> tuple[int, int]:
     if group.startswith("turn:"):
         return (1, int(group.split(":", 1)[1]))
-    order = {"plan": 0, "agents": 2, "compact": 3, "users": 4, "labels": 5}
+    order = {"plan": 0, "decisions": 1, "agents": 2, "compact": 3, "users": 4, "labels": 5}
     return (order.get(group, 9) if group != "plan" else 0, 0)
 
 

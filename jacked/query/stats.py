@@ -71,7 +71,58 @@ def compute_stats(catalog: Catalog, q: StatsQuery) -> dict[str, Any]:
                  "turn_ms_median": int(median(durations)) if durations else None},
     }
     out.update(_invocation_stats(catalog, q, since))
+    out["feedback"] = _feedback_stats(catalog, q, since)
     return out
+
+
+NO_TOOL = "(no tool running)"  # an interruption while the agent was writing, not running a tool
+REJECTIONS = ("tool_rejected", "plan_rejected")
+
+
+def _rate(n: int, of: int) -> float | None:
+    return round(n / of, 4) if of else None
+
+
+def _feedback_stats(catalog: Catalog, q: StatsQuery, since: str | None) -> dict[str, Any]:
+    """How often the user stops the agent: calls refused and interruptions per tool (of that tool's
+    main-chain calls) and per repo (refusals per call, interruptions per turn), and corrections."""
+    calls = stats_queries.calls_by_repo_and_tool(catalog, q.repo, q.session_id, since)
+    turns = stats_queries.turns_by_repo(catalog, q.repo, q.session_id, since)
+    tool_calls: Counter[str] = Counter()
+    repo_calls: Counter[Any] = Counter()
+    for repo, tool, n in calls:
+        tool_calls[tool] += n
+        repo_calls[repo] += n
+    kinds: Counter[str] = Counter()
+    rejected: Counter[str] = Counter()
+    interrupted: Counter[str] = Counter()
+    per_repo: dict[Any, Counter[str]] = {}
+    for repo, kind, tool, n in stats_queries.feedback_counts(catalog, q.repo, q.session_id, since):
+        kinds[kind or "?"] += n
+        c = per_repo.setdefault(repo, Counter())
+        if kind in REJECTIONS:
+            rejected[tool or "?"] += n
+            c["rejected"] += n
+        elif kind == "interrupted":
+            interrupted[tool or NO_TOOL] += n
+            c["interrupted"] += n
+        elif kind == "correction":
+            c["corrections"] += n
+    by_tool = [{"tool": t, "calls": tool_calls[t], "rejected": rejected[t], "interrupted": interrupted[t],
+                "stopped": rejected[t] + interrupted[t], "rejection_rate": _rate(rejected[t], tool_calls[t]),
+                "interruption_rate": _rate(interrupted[t], tool_calls[t])}
+               for t in set(rejected) | set(interrupted)]
+    by_tool.sort(key=lambda r: (-r["stopped"], -(r["rejection_rate"] or 0), r["tool"]))
+    by_repo = []
+    for repo, n_turns in turns.items():
+        c = per_repo.get(repo, Counter())
+        by_repo.append({"repo": repo, "turns": n_turns, "tool_calls": repo_calls[repo], "rejected": c["rejected"],
+                        "interrupted": c["interrupted"], "corrections": c["corrections"],
+                        "rejection_rate": _rate(c["rejected"], repo_calls[repo]),
+                        "interruption_rate": _rate(c["interrupted"], n_turns)})
+    by_repo.sort(key=lambda r: (-(r["rejected"] + r["interrupted"]), -r["corrections"], str(r["repo"])))
+    return {"rejections": sum(kinds[k] for k in REJECTIONS), "interruptions": kinds["interrupted"],
+            "corrections": kinds["correction"], "by_tool": by_tool, "by_repo": by_repo[:q.top]}
 
 
 def _invocation_stats(catalog: Catalog, q: StatsQuery, since: str | None) -> dict[str, Any]:

@@ -12,6 +12,14 @@ Event types (every event has `type`, `session_id`, `turn_index`, `timestamp`):
 - `llm`        one API response: model and tokens
 - `compaction` a compaction boundary (trigger, tokens before) or a compaction summary
 - `subagent`   a subagent run started by a Task/Agent call: type, description, report
+- `decision`   what was chosen, with the alternatives: an AskUserQuestion answer (`kind`
+               question), an ExitPlanMode plan approved or rejected (plan), EnterPlanMode
+               (plan_mode), a TodoWrite list re-planned (todos); `text` says it in one line
+- `feedback`   the user's verdict: a call refused (tool_rejected, plan_rejected, with the
+               reason given), an interruption (interrupted), a prompt correcting the turn
+               before it (correction); `text` says it in one line
+- `snapshot`   the state a turn started from: cwd, branch, Claude Code version, model,
+               permission mode, files Claude Code backed up (see `jacked.sources.decisions`)
 
 Everything shown here was redacted before it was stored (see `jacked.sources.redact`).
 """
@@ -31,11 +39,16 @@ from jacked.util.time import parse_ts
 from jacked.sources.model import WRITE_TOOLS
 from jacked.sources.attempts import FILE_TOOLS, resolutions
 from jacked.sources.briefs import content_hash
+from jacked.sources.decisions import decision_text, feedback_text
 
-EVENT_TYPES = ("intent", "action", "file", "error", "llm", "compaction", "subagent")
+EVENT_TYPES = ("intent", "action", "file", "error", "llm", "compaction", "subagent", "decision", "feedback",
+               "snapshot")
 BRIEF_CHARS = 600  # arguments and results in brief: the full text is one `jacked turns` away
-# Order of event kinds at the same moment: the prompt, the response, its call, what the call did.
-_RANK = {"intent": 0, "compaction": 1, "llm": 2, "action": 3, "file": 4, "error": 5, "subagent": 6}
+# Order of event kinds at the same moment: the state it started from, the prompt, the response,
+# its call, what the call did, what was decided, what the user said about it.
+_RANK = {"snapshot": -1, "intent": 0, "compaction": 1, "llm": 2, "action": 3, "file": 4, "error": 5, "subagent": 6,
+         "decision": 7, "feedback": 8}
+TURN_EVENT_TYPES = frozenset({"decision", "feedback", "snapshot"})  # stored as turn_events rows
 
 
 class TimelineError(JackedError, ValueError):
@@ -171,6 +184,9 @@ def session_events(catalog: Catalog, session_id: str, types: set[str], claude_di
                 if x["kind"] == "compact_summary":
                     add("compaction", x["turn_index"], x["timestamp"], 100 + x["ord"], kind="summary",
                         summary=_brief(x["text"], 1500))
+        stored = types & TURN_EVENT_TYPES
+        for e in timeline_queries.turn_event_rows(catalog, sid, stored) if stored else []:
+            add(e["type"], e["turn_index"], e["timestamp"], e["ord"], **turn_event_fields(e["type"], e["data"]))
         if "subagent" in types:
             for a in catalog.subagent_rows(sid):
                 if a["is_warmup"]:
@@ -206,6 +222,16 @@ def session_events(catalog: Catalog, session_id: str, types: set[str], claude_di
     return [e for _, e in events]
 
 
+def turn_event_fields(etype: str, data: str | None) -> dict[str, Any]:
+    """A decision, feedback or snapshot row's fields, with decisions and feedback said in one line."""
+    d = orjson.loads(data or "{}")
+    if etype == "decision":
+        d["text"] = decision_text(d)
+    elif etype == "feedback":
+        d["text"] = feedback_text(d)
+    return d
+
+
 def timeline(catalog: Catalog, q: TimelineQuery, claude_dir: Path | None = None) -> list[dict[str, Any]]:
     """The `timeline --json` list: events of one session, or of every session (of a repo), oldest first."""
     q.validate()
@@ -213,7 +239,10 @@ def timeline(catalog: Catalog, q: TimelineQuery, claude_dir: Path | None = None)
     if q.session_id:
         sids = [q.session_id]
     else:
-        sids = timeline_queries.timeline_session_ids(catalog, q.repo, q.file, with_errors=types <= {"error"})
+        counted = {"decision": "decision_count", "feedback": "feedback_count"}
+        sids = timeline_queries.timeline_session_ids(
+            catalog, q.repo, q.file, with_errors=types <= {"error"},
+            with_counts=[counted[t] for t in types] if types <= set(counted) else ())
     out: list[dict[str, Any]] = []
     for sid in sids:
         out.extend(session_events(catalog, sid, types, claude_dir, q.file))

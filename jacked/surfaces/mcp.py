@@ -298,11 +298,14 @@ def build_server(settings: Settings, scan: bool = True) -> Any:
     tool(get_session, "One session: its fields, plan, summary, subagents and a summary of each turn.")
     tool(list_turns, "The turns of a session: prompt, summary, tool counts, files changed. Paged.")
     tool(get_turn, "One turn: prompt, final answer, metrics, summary; its tool calls paged as items.")
-    tool(timeline, "Typed events (intent, action, file, error, llm, compaction, subagent) of a session, or across "
-                   "sessions of a repo; filter by types and file. Paged.")
+    tool(timeline, "Typed events (intent, action, file, error, llm, compaction, subagent, decision, feedback, "
+                   "snapshot) of a session, or across sessions of a repo; filter by types and file. decision: "
+                   "questions the user answered, plans approved or rejected; feedback: calls the user refused, "
+                   "interruptions, corrections; snapshot: the state a turn started from. Paged.")
     tool(file_history, "Every recorded change to a file across sessions, oldest first, with diffs. Paged.")
     tool(stats, "Tool usage and error rates, files most read/edited, bash commands, tokens, tool sequences, "
-                "parallel batches; give tool for its position and neighbours.")
+                "parallel batches, how often the user refused or interrupted each tool and in each repo "
+                "(feedback); give tool for its position and neighbours.")
     tool(restore, "A brief for continuing an interrupted session: goal, state after each turn, where it stopped.")
     return server
 

@@ -269,11 +269,39 @@ class VectorStore(abc.ABC):
     def optimize(self) -> None:
         """Build indexes / merge segments now if the backend needs it (default: nothing)."""
 
+    def upkeep(self) -> bool:
+        """For a writer between batches: optimise when enough was written since the last time
+        (default: nothing; a server optimises by itself). True if it ran."""
+        return False
+
+    def let_waiters_in(self, max_wait: float = 60.0) -> bool:
+        """For a long writer between batches: let other processes waiting for the index in, then
+        take it back (default: nothing; only an exclusive index needs it). True if anybody was."""
+        return False
+
+    def release_memory(self) -> None:
+        """Drop index pages this process has mapped but no longer needs (default: nothing)."""
+
+    @abc.abstractmethod
+    def compact(self) -> dict[str, Any]:
+        """Make deleted points' data unrecoverable from the index's files (after `jacked forget`):
+        a backend that keeps deleted payloads in segments or a log rewrites itself without them.
+        Returns what was done ({"points": kept, "seconds": ...}, backend specific)."""
+
     # -- writes ------------------------------------------------------------
 
     @abc.abstractmethod
     def upsert(self, points: Sequence[Point]) -> None:
         """Insert or replace points (by id)."""
+
+    @abc.abstractmethod
+    def update_vectors(self, vectors: Sequence[tuple[str, list[float]]]) -> None:
+        """Set the dense vector of existing points by id (their bm25 vector and payload stay):
+        the second pass of a backfill fills in what its first, lexical pass left out."""
+
+    @abc.abstractmethod
+    def set_payload(self, ids: Sequence[str], values: dict[str, Any]) -> None:
+        """Set payload fields on these points (their other fields stay)."""
 
     @abc.abstractmethod
     def delete_points(self, ids: Sequence[str]) -> None:

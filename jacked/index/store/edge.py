@@ -71,6 +71,22 @@ _FLUSH_EVERY = 5_000
 _SCROLL_PAGE = 512
 #: Facet values returned at most by count_by (more than any sane number of users / types).
 _FACET_LIMIT = 100_000
+#: One file per process waiting for the lock (``<pid>-<random>``): a long writer (backfill)
+#: sees it between batches and lets that process in (:meth:`EdgeStore.let_waiters_in`).
+_WAITING = "index.waiting"
+#: Writes since the optimizers last ran, kept across processes (hooks write a few points each).
+_UPKEEP = "index.upkeep.json"
+#: Points written (upserts, vector updates) after which a writer runs the optimizers: they turn
+#: the appendable segment — whose indexes live in RAM and whose pages a writer keeps mapped —
+#: into memory-mapped, indexed segments, so neither grows with the corpus.
+OPTIMIZE_EVERY = 20_000
+#: Largest segment the optimizers build, in KB of dense vectors (~43k points of 384 dims): an
+#: HNSW build or a merge reads at most this much at once, however large the index grows.
+MAX_SEGMENT_KB = 64 * 1024
+#: Where the shard's parts live. Every part is memory-mapped and read on demand ("cold"), never
+#: loaded whole: a process maps the pages a query touches (the HNSW path, a few posting lists,
+#: the payloads shown), not the index. The OS page cache keeps the hot ones for everyone.
+_CONFIG_VERSION = 2
 
 
 class EdgeStore(VectorStore):
@@ -93,6 +109,8 @@ class EdgeStore(VectorStore):
         # Serialises calls into the shard: one EdgeStore may be shared by threads (MCP).
         self._mutex = threading.RLock()
         self._unflushed = 0
+        self._written = 0  # points written by this process since the optimizers last ran
+        self._upkeep: dict[str, Any] = {}  # the index.upkeep.json read at open
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -138,18 +156,31 @@ class EdgeStore(VectorStore):
                 meta = self._recover_meta(dense_model, dims)
             if dense_model is not None and dims is not None:
                 check_model(meta["dense_model"], meta["dims"], dense_model, dims)
+            self._upkeep = self._read_upkeep()
             with self._errors("open"):
-                self._shard = qe.EdgeShard.load(str(self.shard_path))
+                if _config_is_current(self.shard_path):
+                    self._shard = qe.EdgeShard.load(str(self.shard_path))
+                else:
+                    # A shard made by an older jacked: its configuration becomes this one (persisted
+                    # by the load); its segments take it when the optimizers next rewrite them,
+                    # which the next writer does (`upkeep`).
+                    self._shard = qe.EdgeShard.load(str(self.shard_path), _edge_config(qe, int(meta["dims"])))
+                    self._upkeep["reoptimize"] = True
+                    self._write_upkeep()
         else:
             if dense_model is None or dims is None:
                 raise StoreNotFound(f"no index at {self.path} yet: run `jacked backfill` first")
             meta = {"dense_model": dense_model, "dims": int(dims)}
             self._create(meta)
+            self._upkeep = {}
             with self._errors("open"):
                 self._shard = qe.EdgeShard.load(str(self.shard_path))
         self._dense_model = str(meta["dense_model"])
         self._dims = int(meta["dims"])
         self._ensure_indexes()
+        # Loading replays and maps the write-ahead log and the appendable segment's files: none of
+        # it is needed again by a reader, so it leaves this process's resident set now.
+        release_pages(self.path)
 
     def close(self) -> None:
         """Flush segments, close the shard and release the lock. Idempotent."""
@@ -162,6 +193,7 @@ class EdgeStore(VectorStore):
                             shard.flush()
                     finally:
                         shard.close()
+                        self._save_written()
             finally:
                 self._release_lock()
                 self._dense_model = None
@@ -181,13 +213,131 @@ class EdgeStore(VectorStore):
             self._unflushed = 0
 
     def optimize(self) -> None:
-        """Run Qdrant's segment optimizers (HNSW build, vacuum of deleted points), blocking.
+        """Run Qdrant's segment optimizers (HNSW build, merges, vacuum of deleted points), blocking.
 
-        Costly on large indexes (minutes for ~100k points on 2 cores); worth it once after
-        a big backfill, never per hook run.
+        Each optimisation reads at most one segment's worth (`MAX_SEGMENT_KB`) of vectors; about
+        1.5 s per 1,000 new dense points on 2 cores. Writers run it every `OPTIMIZE_EVERY`
+        points (:meth:`upkeep`); the pages it touched leave this process's resident set after.
         """
+        import qdrant_edge as qe
+
         with self._mutex, self._errors("optimize"):
-            self._require().optimize()
+            shard = self._require()
+            # Payload indexes made by an older jacked (held in RAM): rebuilt memory-mapped.
+            for name, info in shard.info().payload_schema.items():
+                memory = getattr(info.params, "memory", None) if info.params is not None else None
+                if name in KEYWORD_INDEXES + FLOAT_INDEXES and memory != qe.Memory.Cold:
+                    schema = dict(_index_schemas(qe))[name]
+                    shard.update(qe.UpdateOperation.delete_field_index(name))
+                    shard.update(qe.UpdateOperation.create_field_index(name, schema))
+            shard.optimize()
+            shard.flush()
+            self._unflushed = 0
+            self._written = 0
+            if self._upkeep.get("writes") or self._upkeep.get("reoptimize"):
+                self._upkeep = {}
+                self._write_upkeep()
+        release_pages(self.path)
+
+    def upkeep(self) -> bool:
+        """For a writer between batches: run the optimizers once `OPTIMIZE_EVERY` points were
+        written since they last ran (counting other processes' writes: hooks add a few points
+        each), or when the shard still has an older jacked's layout. True if they ran."""
+        with self._mutex:
+            due = (self._written + int(self._upkeep.get("writes") or 0) >= OPTIMIZE_EVERY
+                   or bool(self._upkeep.get("reoptimize")))
+        if due:
+            self.optimize()
+        return due
+
+    @property
+    def writes_pending(self) -> int:
+        """Points written since the optimizers last ran (by any process, this one included)."""
+        return self._written + int(self._upkeep.get("writes") or 0)
+
+    def release_memory(self) -> None:
+        """Drop the shard's pages this process has mapped (they stay in the OS page cache): for a
+        long-lived reader after a burst of queries, and for writers after a flush."""
+        with self._mutex:
+            release_pages(self.path)
+
+    # -- upkeep record -------------------------------------------------------
+
+    def _read_upkeep(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.path / _UPKEEP).read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _write_upkeep(self) -> None:
+        try:
+            _atomic_write_json(self.path / _UPKEEP, self._upkeep)
+        except OSError:
+            pass  # only a hint for when to optimise
+
+    def _save_written(self) -> None:
+        """At close: add this process's writes to the count the next writer reads."""
+        if self._written:
+            self._upkeep["writes"] = int(self._upkeep.get("writes") or 0) + self._written
+            self._written = 0
+            self._write_upkeep()
+
+    # -- letting waiting processes in ---------------------------------------
+
+    def waiters(self) -> list[Path]:
+        """Other live processes waiting for this index (a marker each); stale markers are removed."""
+        folder = self.path / _WAITING
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return []
+        out = []
+        for e in entries:
+            try:
+                pid = int(e.name.split("-", 1)[0])
+            except ValueError:
+                continue
+            if pid != os.getpid() and _alive(pid):
+                out.append(Path(e.path))
+            elif pid != os.getpid():
+                Path(e.path).unlink(missing_ok=True)
+        return out
+
+    def let_waiters_in(self, max_wait: float = 60.0) -> bool:
+        """If other processes wait for the index (a search, a hook, `status`), hand it over and
+        take it back: flush and close the shard, release the lock, wait until each of them got
+        it (at most `max_wait` seconds), then lock and load it again. For a long writer between
+        batches: a backfill holds the index for minutes or hours, and readers must not wait that
+        long. Cheap when nobody waits (one directory listing). True if anybody was let in."""
+        waiting = self.waiters()
+        if not waiting:
+            return False
+        import qdrant_edge as qe
+
+        with self._mutex:
+            shard, self._shard = self._require(), None
+            try:
+                with self._errors("flush"):
+                    shard.flush()
+            finally:
+                shard.close()
+                self._save_written()
+                self._unflushed = 0
+                self._release_lock()
+            deadline = time.monotonic() + max_wait
+            while time.monotonic() < deadline and any(p.exists() for p in waiting):
+                time.sleep(0.02)
+            on_locked, self.on_locked = self.on_locked, None  # told once, at the first open
+            try:
+                self._acquire_lock()
+            finally:
+                self.on_locked = on_locked
+            with self._errors("open"):
+                self._shard = qe.EdgeShard.load(str(self.shard_path))
+            self._upkeep = self._read_upkeep()
+            release_pages(self.path)
+        return True
 
     # -- lock --------------------------------------------------------------
 
@@ -197,9 +347,21 @@ class EdgeStore(VectorStore):
         # thread_local=False: the store may be opened in one thread and closed in another.
         lock = FileLock(str(self.path / _LOCK), thread_local=False)
         try:
-            lock.acquire(timeout=max(self.lock_timeout, 0.0))
+            lock.acquire(timeout=0)
         except Timeout:
-            raise StoreBusy(self._busy_message()) from None
+            # Held: say so (a long writer lets waiters in between its batches), then wait.
+            marker = self.path / _WAITING / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                marker.parent.mkdir(exist_ok=True)
+                marker.touch()
+            except OSError:
+                pass
+            try:
+                lock.acquire(timeout=max(self.lock_timeout, 0.0))
+            except Timeout:
+                raise StoreBusy(self._busy_message()) from None
+            finally:
+                marker.unlink(missing_ok=True)
         self._lock = lock
         if self.on_locked is not None:
             self.on_locked()  # e.g. a hook returns now: later readers will wait for this process
@@ -284,10 +446,7 @@ class EdgeStore(VectorStore):
         import qdrant_edge as qe
 
         tmp = self.path / f".shard-tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        config = qe.EdgeConfig(
-            vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=int(meta["dims"]), distance=qe.Distance.Cosine)},
-            sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-        )
+        config = _edge_config(qe, int(meta["dims"]))
         try:
             with self._errors("create"):
                 shard = qe.EdgeShard.create(str(tmp), config)
@@ -314,8 +473,9 @@ class EdgeStore(VectorStore):
 
     def _sweep_leftovers(self) -> None:
         """Remove temp shards / trash left by a crashed process (we hold the lock)."""
+        self._recover_compaction()
         for child in self.path.iterdir():
-            if child.name.startswith((".shard-tmp-", ".trash-")):
+            if child.name.startswith((".shard-tmp-", ".trash-", ".compact-old-")):
                 shutil.rmtree(child, ignore_errors=True)
 
     def _ensure_indexes(self) -> None:
@@ -364,10 +524,35 @@ class EdgeStore(VectorStore):
                      for p in points[start:start + _UPSERT_BATCH]]
             with self._mutex, self._errors("upsert"):
                 shard.update(qe.UpdateOperation.upsert_points(batch))
-                self._unflushed += len(batch)
-                if self._unflushed >= _FLUSH_EVERY:
-                    shard.flush()
-                    self._unflushed = 0
+                self._wrote(shard, len(batch))
+
+    def _wrote(self, shard: Any, n: int) -> None:
+        self._written += n
+        self._unflushed += n
+        if self._unflushed >= _FLUSH_EVERY:
+            shard.flush()
+            self._unflushed = 0
+            release_pages(self.path)  # the pages written are the file's now, not this process's
+
+    def update_vectors(self, vectors: Sequence[tuple[str, list[float]]]) -> None:
+        """Set the dense vector of existing points (their bm25 vector and payload stay)."""
+        import qdrant_edge as qe
+
+        shard = self._require()
+        for start in range(0, len(vectors), _UPSERT_BATCH):
+            batch = [qe.PointVectors(pid, {DENSE_VECTOR: as_list(vec)}) for pid, vec in vectors[start:start + _UPSERT_BATCH]]
+            with self._mutex, self._errors("update vectors"):
+                shard.update(qe.UpdateOperation.update_vectors(batch))
+                self._wrote(shard, len(batch))
+
+    def set_payload(self, ids: Sequence[str], values: dict[str, Any]) -> None:
+        """Set payload fields on these points (others keep theirs)."""
+        import qdrant_edge as qe
+
+        if not ids:
+            return
+        with self._mutex, self._errors("update"):
+            self._require().update(qe.UpdateOperation.set_payload(list(ids), values))
 
     def delete_points(self, ids: Sequence[str]) -> None:
         """Delete points by id."""
@@ -501,11 +686,164 @@ class EdgeStore(VectorStore):
                 out.append(Hit(id=str(r.id), score=0.0, payload=dict(r.payload or {})))
         return out
 
+    # -- compaction (jacked forget) ----------------------------------------
+
+    def compact(self) -> dict[str, Any]:
+        """Rewrite the shard without the data of deleted points, under the lock this store holds.
+
+        A deleted point's payload stays in its segment's files and in the shard's WAL until the
+        segment is rewritten, and Qdrant's vacuum only runs past a share of deleted points. So
+        every remaining point (vectors and payload) is copied into a fresh shard beside it (same
+        config, same payload indexes), which then takes the old one's place: the old folder is
+        renamed away, the new one renamed in, the old one removed. A crash before the swap leaves
+        the old shard in place (the copy is swept on the next open); a crash between the two
+        renames puts the old one back on the next open (`_recover_compaction`). Costs about as much as
+        upserting every point again; the HNSW graph is not rebuilt here: the next writer's `upkeep`
+        runs the optimizers (or call `optimize`).
+        Returns {"points": kept, "seconds": ...}."""
+        import qdrant_edge as qe
+
+        t0 = time.perf_counter()
+        with self._mutex:
+            old = self._require()
+            tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            tmp = self.path / f".shard-tmp-{tag}"
+            kept = 0
+            try:
+                with self._errors("compact"):
+                    old.flush()
+                    indexes = {name: (info.params if info.params is not None else info.data_type)
+                               for name, info in old.info().payload_schema.items()}
+                    tmp.mkdir(mode=0o700)
+                    # The shard's own config (whatever it was created with) makes the empty copy.
+                    shutil.copyfile(self.shard_path / "edge_config.json", tmp / "edge_config.json")
+                    new = qe.EdgeShard.load(str(tmp))
+                    try:
+                        for name, schema in indexes.items():
+                            new.update(qe.UpdateOperation.create_field_index(name, schema))
+                        offset: Any = None
+                        while True:
+                            records, offset = old.scroll(qe.ScrollRequest(
+                                offset=offset, limit=_SCROLL_PAGE, with_payload=True, with_vector=True))
+                            if records:
+                                new.update(qe.UpdateOperation.upsert_points(
+                                    [qe.Point(r.id, r.vector or {}, r.payload or {}) for r in records]))
+                                kept += len(records)
+                            if offset is None:
+                                break
+                        new.flush()
+                    finally:
+                        new.close()
+                self._shard = None
+                old.close()
+                os.rename(self.shard_path, self.path / f".compact-old-{tag}")
+                os.rename(tmp, self.shard_path)
+            finally:
+                self._recover_compaction()  # a failed swap: the old shard goes back in place
+                for leftover in (tmp, self.path / f".compact-old-{tag}"):
+                    shutil.rmtree(leftover, ignore_errors=True)
+                if self._shard is None:
+                    with self._errors("open"):
+                        self._shard = qe.EdgeShard.load(str(self.shard_path))
+            self._unflushed = 0
+            if kept:  # every point now sits in the copy's appendable segment: the next writer optimizes
+                self._upkeep["reoptimize"] = True
+                self._write_upkeep()
+        release_pages(self.path)
+        return {"points": kept, "seconds": round(time.perf_counter() - t0, 3)}
+
+    def _recover_compaction(self) -> None:
+        """A compaction that stopped between its two renames left no shard but the old one set
+        aside (or the complete copy): put it back in place."""
+        if self.shard_path.exists():
+            return
+        for child in sorted(self.path.glob(".compact-old-*")):
+            os.rename(child, self.shard_path)
+            return
+
 
 def _index_schemas(qe: Any) -> list[tuple[str, Any]]:
-    return [(name, qe.PayloadSchemaType.Keyword) for name in KEYWORD_INDEXES] + [
-        (name, qe.PayloadSchemaType.Float) for name in FLOAT_INDEXES
+    """The payload indexes, memory-mapped (cold) in the optimised segments like everything else."""
+    cold = qe.Memory.Cold
+    return [(name, qe.KeywordIndexParams(memory=cold)) for name in KEYWORD_INDEXES] + [
+        (name, qe.FloatIndexParams(memory=cold)) for name in FLOAT_INDEXES
     ]
+
+
+def _edge_config(qe: Any, dims: int) -> Any:
+    """The shard's configuration: every part cold (see `_CONFIG_VERSION`), segments bounded.
+
+    Vectors, HNSW graph, sparse index, payloads and id tracker are memory-mapped without being
+    read in at load; a query touches the pages on its path. Measured on a 10,000-session-sized
+    shard (235k points): a cold process that loads it and runs one query maps ~10 MB of it,
+    against the whole dense matrix and sparse index with the defaults ("cached": read in at load).
+    """
+    cold = qe.Memory.Cold
+    return qe.EdgeConfig(
+        vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=int(dims), distance=qe.Distance.Cosine, memory=cold)},
+        sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=cold)},
+        hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, memory=cold),
+        payload_memory=cold,
+        id_tracker_memory=cold,
+        optimizers=qe.EdgeOptimizersConfig(max_segment_size=MAX_SEGMENT_KB),
+    )
+
+
+def _config_is_current(shard_path: Path) -> bool:
+    """Whether the shard on disk was made (or last loaded) with this version's configuration."""
+    try:
+        cfg = json.loads((shard_path / "edge_config.json").read_text(encoding="utf-8"))
+        return (cfg["vectors"][DENSE_VECTOR].get("memory") == "cold"
+                and (cfg.get("optimizers") or {}).get("max_segment_size") == MAX_SEGMENT_KB)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def release_pages(root: Path) -> int:
+    """Unmap from this process the resident pages of files under `root` (the shard): Linux's
+    ``madvise(MADV_DONTNEED)`` on shared, or read-only, file mappings. The pages stay in the OS
+    page cache (nothing is written or lost: shared mappings are the file's own pages, dirty ones
+    stay dirty for write-back) and the next access maps them back. Memory-mapped reads leave
+    every page touched counted in the process's resident set — a shard load reads its whole
+    write-ahead log, a write touches its pages — so a process drops them once done with them.
+    Returns the bytes of address range advised (0 where this is not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    import ctypes
+    import mmap
+
+    prefix = str(root.resolve())
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, AttributeError):
+        return 0
+    advised = 0
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith(prefix):
+            continue
+        perms = parts[1]
+        # A private writable mapping may hold this process's own changes: never drop those.
+        if perms[3] != "s" and perms[1] == "w":
+            continue
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        if madvise(start, end - start, mmap.MADV_DONTNEED) == 0:
+            advised += end - start
+    return advised
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from jacked.sources.redact import redact, redact_many
+from jacked.sources.redact import redact, redact_many, redact_obj
 from jacked.sources.textclean import strip_ansi
 from jacked.sources.briefs import (
     BRIEF_OK_RESULT_CHARS,
@@ -24,6 +24,7 @@ from jacked.sources.briefs import (
     head_and_tail,
     short,
 )
+from jacked.sources import decisions as dec
 from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
 from jacked.sources.model import (
     AGENT_TOOLS,
@@ -41,7 +42,7 @@ from jacked.sources.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 10
+PARSER_VERSION = 11
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 
@@ -268,6 +269,18 @@ class FileBuilder:
         self.pending_backups: list[FileBackup] = []
         self.backup_keys: set[tuple[str, int]] = set()
         self.pending: dict[str, Invocation] = {}  # tool_use_id -> invocation of any turn
+        # Decisions, feedback and snapshots (jacked.sources.decisions). What a call proposed, kept
+        # until its result says what the user chose (redacted before the state is stored, see
+        # `_stash`): AskUserQuestion questions, ExitPlanMode plan titles, TodoWrite lists; the last
+        # TodoWrite list; the state the next turn starts from; a rejection or interruption that the
+        # next "[Request interrupted…]" line belongs to.
+        self.asks: dict[str, Any] = {}
+        self.plan_titles: dict[str, str | None] = {}
+        self.todo_calls: dict[str, list[list[str]]] = {}  # tool_use_id -> [content, status, key] items
+        self.last_todos: list[list[str]] | None = None
+        self.cur_cwd: str | None = None
+        self.permission_mode: str | None = None
+        self._stop: TurnEvent | None = None
         self.texts: list[TextUnit] = []
         self.session_id: str | None = None
         self.agent_id: str | None = None
@@ -308,10 +321,22 @@ class FileBuilder:
                 v = getattr(o, a)
                 if v.__class__ is str:
                     refs.append((o, a, v))
+            if o.__class__ is FileBuilder:
+                # What decision tools proposed, kept until their results arrive (and the last todo list).
+                refs += [(o.plan_titles, k, v) for k, v in o.plan_titles.items() if v.__class__ is str]
+                for items in [*o.todo_calls.values(), o.last_todos or []]:
+                    refs += [(item, 0, item[0]) for item in items]
             if o.__class__ is Turn:
-                # Event texts (a notification's summary, a command's output) are shown and indexed too.
-                refs += [(e.data, k, e.data[k]) for e in o.events for k in EVENT_TEXT_KEYS
-                         if e.data.get(k).__class__ is str]
+                # Event texts (a notification's summary, a command's output, a decision's question
+                # and answer, a rejection's reason) are shown and indexed too.
+                for e in o.events:
+                    if e.type == "snapshot":
+                        continue  # paths of backups (redacted as such), cwd, branch, version, model
+                    d = e.data
+                    refs += [(d, k, d[k]) for k in EVENT_TEXT_KEYS if d.get(k).__class__ is str]
+                    if e.type in _LIST_EVENTS:
+                        refs += [(d[k], i, v) for k in dec.LIST_KEYS if d.get(k).__class__ is list
+                                 for i, v in enumerate(d[k]) if v.__class__ is str]
         if not refs:
             return
         # The same text often sits in two places (a turn's last answer is also the file's):
@@ -322,7 +347,7 @@ class FileBuilder:
         for o, a, v in refs:
             c = clean[v]
             if c is not v:
-                if o.__class__ is dict:
+                if o.__class__ is dict or o.__class__ is list:
                     o[a] = c
                 else:
                     setattr(o, a, c)
@@ -365,6 +390,10 @@ class FileBuilder:
             self._snapshot(rec)
         elif rtype == "queue-operation":
             self._queue_operation(rec)
+        elif rtype == "permission-mode":
+            mode = rec.get("permissionMode")
+            if mode.__class__ is str:
+                self.permission_mode = mode
 
     def _queue_operation(self, rec: dict[str, Any]) -> None:
         """An `enqueue` is a message typed while Claude worked (2.1.x writes nothing else for
@@ -484,6 +513,9 @@ class FileBuilder:
         if not queued and self._line_uuid.__class__ is str:
             turn.prompt_uuid = self._line_uuid
         self._dirty.append(turn)
+        self._stop = None
+        if started_by is not None and not self.is_subagent_file:
+            self._start_events(turn, self.cur, prompt, slash, ts)
         if prompt is not None and self.pending_backups:
             turn.backups.extend(self.pending_backups)
             self.pending_backups = []
@@ -493,6 +525,21 @@ class FileBuilder:
         self.cur_msg_seq = {}
         self.cur_msg_calls = {}
         return turn
+
+    def _start_events(self, turn: Turn, prev: Turn | None, prompt: str | None, slash: bool, ts: str | None) -> None:
+        """The state the turn starts from (its model and backed-up files are settled by `finalize`)
+        and, when its prompt corrects the turn before it, that feedback."""
+        turn.events.append(TurnEvent("snapshot", ts, {
+            "cwd": self.cur_cwd or self.cwd, "git_branch": self.git_branch, "version": self.version_last,
+            "model": None, "permission_mode": self.permission_mode}))
+        if (dec.CORRECTIONS_KEPT and prompt and not slash and prev is not None
+                and (prev.assistant_text or prev.invocations)):
+            cue = dec.correction_cue(prompt)
+            if cue:
+                typed = dec.typed_text(prompt) or prompt
+                turn.events.append(TurnEvent("feedback", ts, {
+                    "kind": _START_FEEDBACK, "about_turn": prev.index, "cue": cue, "prompt": short(typed, 300),
+                    "rule_version": dec.CORRECTION_RULE_VERSION}))
 
     def _settle_queued(self, key: str) -> None:
         """A user line repeats a queued message: that line starts the turn, so the queued
@@ -509,7 +556,8 @@ class FileBuilder:
         for gone in self.turns[match:]:
             into.invocations.extend(gone.invocations)
             into.llm_calls.extend(gone.llm_calls)
-            into.events.extend(gone.events)
+            into.events.extend(e for e in gone.events
+                               if e.type != "snapshot" and e.data.get("kind") != _START_FEEDBACK)
             into.backups.extend(gone.backups)
             for model in gone.models:
                 if model not in into.models:
@@ -546,13 +594,18 @@ class FileBuilder:
                 for b in results:
                     self._result(b, tur, ts)
                 if len(results) < len(content):
-                    self._note_interrupted(content)
+                    self._note_interrupted(content, ts)
                 return
         origin = rec.get("origin")
         # 2.1.x also marks who wrote a user line: `origin.kind` "task-notification" is no person
         from_task = origin.__class__ is dict and origin.get("kind") == "task-notification"
         starts, prompt, slash = is_human_prompt(rec, content)
         ts = ts if isinstance(ts, str) else None
+        cwd, mode = rec.get("cwd"), rec.get("permissionMode")  # the state a turn starts from
+        if cwd.__class__ is str and cwd:
+            self.cur_cwd = cwd
+        if mode.__class__ is str:
+            self.permission_mode = mode
         if starts and not from_task:
             self._start_turn(prompt, ts, slash)
             return
@@ -569,17 +622,43 @@ class FileBuilder:
                 self.cur.events.append(TurnEvent("command_output", ts, {"output": output[:BRIEF_OK_RESULT_CHARS]}))
                 self._dirty.append(self.cur)
             return
-        self._note_interrupted(content)
+        self._note_interrupted(content, ts)
 
-    def _note_interrupted(self, content: Any) -> None:
+    def _note_interrupted(self, content: Any, ts: Any = None) -> None:
         if self.cur is None:
             return
+        hit = False
         if isinstance(content, str):
-            if content.lstrip().startswith("[Request interrupted"):
-                self.cur.interrupted = True
+            hit = content.lstrip().startswith("[Request interrupted")
         elif isinstance(content, list):
-            if any(isinstance(b, dict) and str(b.get("text", "")).startswith("[Request interrupted") for b in content):
-                self.cur.interrupted = True
+            hit = any(isinstance(b, dict) and str(b.get("text", "")).startswith("[Request interrupted") for b in content)
+        if not hit:
+            return
+        self.cur.interrupted = True
+        if self.is_subagent_file:
+            return
+        if self._stop is not None:
+            # Claude Code writes this line right after a refused (or interrupted) call: the same act.
+            self._stop.data["stopped_turn"] = True
+            self._stop = None
+            return
+        running = next((inv for inv in reversed(self.cur.invocations) if not inv.has_result), None)
+        self._event(self.cur, "feedback", ts, {
+            "kind": "interrupted", "tool_name": running.tool_name if running else None,
+            "tool_use_id": running.tool_use_id if running else None})
+
+    def _event(self, turn: Turn, etype: str, ts: Any, data: dict[str, Any]) -> TurnEvent:
+        ev = TurnEvent(etype, ts if ts.__class__ is str else None, data)
+        turn.events.append(ev)
+        self._dirty.append(turn)
+        return ev
+
+    def _turn_of(self, inv: Invocation) -> Turn | None:
+        """The turn holding a call (its result may come after a queued prompt started the next)."""
+        for turn in reversed(self.turns):
+            if any(x is inv for x in turn.invocations):
+                return turn
+        return self.cur
 
     def _result(self, block: dict[str, Any], tur: Any, ts: Any) -> None:
         inv = self.pending.get(str(block.get("tool_use_id")))
@@ -611,7 +690,76 @@ class FileBuilder:
                     inv.lines_added, inv.lines_removed = _patch_counts(tur.get("structuredPatch"))
         if inv.is_error:
             inv.lines_added = inv.lines_removed = 0
+        if (inv.is_error or inv.tool_name in _DECISION_TOOLS) and not self.is_subagent_file:
+            self._verdict(inv, text, tur, ts)
         # The result is settled; drop it from the join table only once the turn is known complete.
+
+    def _verdict(self, inv: Invocation, text: str, tur: Any, ts: Any) -> None:
+        """What a result says the user chose or refused: decision and feedback events."""
+        turn = self._turn_of(inv)
+        if turn is None:
+            return
+        rejected = inv.is_error and dec.is_rejection(text)
+        title = self.plan_titles.pop(inv.tool_use_id, None) if inv.tool_name == dec.PLAN_TOOL else None
+        if inv.tool_name in _DECISION_TOOLS:
+            self._decision(turn, inv, text, tur, ts, rejected, title)
+        if rejected:
+            plan = inv.tool_name == dec.PLAN_TOOL
+            self._stop = self._event(turn, "feedback", ts, {
+                "kind": "plan_rejected" if plan else "tool_rejected", "tool_name": inv.tool_name,
+                "tool_use_id": inv.tool_use_id,
+                "target": title if plan else (inv.command or inv.file_path or inv.description),
+                "reason": dec.rejection_reason(text)})
+        elif inv.is_error and dec.is_cancellation(text):
+            if self._stop is not None:  # a parallel call stopped with the one the user refused
+                self._stop.data["cancelled"] = self._stop.data.get("cancelled", 0) + 1
+        elif inv.is_error and dec.is_interruption(text):
+            self._stop = self._event(turn, "feedback", ts, {
+                "kind": "interrupted", "tool_name": inv.tool_name, "tool_use_id": inv.tool_use_id})
+
+    def _decision(self, turn: Turn, inv: Invocation, text: str, tur: Any, ts: Any, rejected: bool,
+                  title: str | None) -> None:
+        name, tid = inv.tool_name, inv.tool_use_id
+        if name == dec.QUESTION_TOOL:
+            asked = self.asks.pop(tid, None)
+            if not inv.is_error:
+                for d in dec.question_decisions(asked, tur, text):
+                    d["tool_use_id"] = tid
+                    self._event(turn, "decision", ts, d)
+        elif name == dec.PLAN_TOOL or name == dec.ENTER_PLAN_TOOL:
+            if inv.is_error and not rejected:
+                return  # failed, not refused: nothing was decided
+            if name == dec.PLAN_TOOL:
+                d: dict[str, Any] = {"kind": "plan", "outcome": "rejected" if rejected else "approved", "title": title}
+                if rejected:
+                    d["reason"] = dec.rejection_reason(text)
+            else:
+                d = {"kind": "plan_mode", "outcome": "rejected" if rejected else "entered"}
+            d["tool_use_id"] = tid
+            self._event(turn, "decision", ts, d)
+        elif name == dec.TODO_TOOL:
+            after = self.todo_calls.pop(tid, None)
+            if inv.is_error or after is None:
+                return
+            replan = dec.todo_replan(self.last_todos, after)
+            self.last_todos = after
+            self._dirty.append(self)
+            if replan:
+                replan["tool_use_id"] = tid
+                self._event(turn, "decision", ts, replan)
+
+    def _stash(self, name: str, tid: str, inp: dict[str, Any]) -> None:
+        """What a decision tool proposes, until its result says what was chosen. Questions are
+        redacted now (rare, and nested); plan titles and todo items by the next `finalize`, before
+        the builder's state is stored."""
+        if name == dec.QUESTION_TOOL:
+            self.asks[tid] = redact_obj(inp.get("questions")) if isinstance(inp.get("questions"), list) else None
+        elif name == dec.PLAN_TOOL:
+            self.plan_titles[tid] = dec.plan_title(inp.get("plan"))
+            self._dirty.append(self)  # redacted with the rest, by `finalize`
+        elif name == dec.TODO_TOOL:
+            self.todo_calls[tid] = dec.todo_items(inp.get("todos"))
+            self._dirty.append(self)
 
     # ------------------------------------------------------------------ assistant lines
     def _assistant(self, rec: dict[str, Any]) -> None:
@@ -625,6 +773,7 @@ class FileBuilder:
             self._start_turn(None, ts, False, started_by=None)
         turn = self.cur
         assert turn is not None
+        self._stop = None  # the agent went on: a later interruption is a new act
         mid = msg.get("id")
         if mid.__class__ is not str:
             mid = str(rec.get("requestId") or rec.get("uuid") or "")
@@ -694,6 +843,8 @@ class FileBuilder:
         if name == "ExitPlanMode" and isinstance(inp.get("plan"), str) and inp["plan"].strip():
             self.exit_plan = inp["plan"][:MAX_TEXT_CHARS]
             self._dirty.append(self)
+        if name in _DECISION_TOOLS and inv.tool_use_id and not self.is_subagent_file:
+            self._stash(name, inv.tool_use_id, inp)
         self._dirty.append(inv)
         turn.invocations.append(inv)
         if inv.tool_use_id:
@@ -767,8 +918,18 @@ class FileBuilder:
         self._redact_pending()
         for sub_builder, _ in self.inline:
             sub_builder.finalize()
+        model = None
         for turn in self.turns:
             compute_metrics(turn)
+            for e in turn.events:
+                if e.type == "snapshot":
+                    # the model the turn ran with, and the files backed up as it started or changed them
+                    e.data["model"] = turn.models[0] if turn.models else model
+                    paths = list(dict.fromkeys(b.path for b in turn.backups))
+                    e.data["files_backed_up"] = paths[:dec.MAX_ITEMS]
+                    e.data["backups"] = len(turn.backups)
+                    break
+            model = turn.models[-1] if turn.models else model
             if turn.duration_source != "turn_duration":
                 turn.duration_ms = elapsed_ms(turn.started_at, turn.ended_at)
                 turn.duration_source = "timestamps" if turn.duration_ms is not None else None
@@ -801,7 +962,12 @@ def _renumber_calls(turn: Turn) -> None:
 
 
 # The text attributes of each object a builder lists for redaction.
-EVENT_TEXT_KEYS = ("summary", "output")
+EVENT_TEXT_KEYS = ("summary", "output") + dec.TEXT_KEYS
+_LIST_EVENTS = frozenset({"decision"})  # events with lists of texts (dec.LIST_KEYS)
+_DECISION_TOOLS = frozenset({dec.QUESTION_TOOL, dec.PLAN_TOOL, dec.ENTER_PLAN_TOOL, dec.TODO_TOOL})
+# Events a turn gets because it started (its snapshot, a correction by its prompt): a queued turn
+# folded back into the one before it does not bring them along.
+_START_FEEDBACK = "correction"
 _TEXT_FIELDS: dict[type, tuple[str, ...]] = {
     Invocation: ("input_brief", "file_path", "command", "description", "result_brief", "diff", "team_name",
                  "member_name"),

@@ -24,6 +24,9 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
     if report.tool_results_missing:
         warn(f"jacked: {report.tool_results_missing} tool result(s) refer to a tool-results/ file that is gone "
              "(their preview is kept)")
+    if report.sessions_excluded or report.sessions_forgotten:
+        typer.echo(f"  {report.sessions_excluded} kept out now (exclude, #nomem), {report.sessions_forgotten} "
+                   "forgotten earlier and passed over (`jacked forget --list`)")
     h = report.history
     if h.get("sessions"):
         typer.echo(f"  of them {h['sessions']} prompt-only (transcript deleted; prompts from history.jsonl): "
@@ -98,8 +101,10 @@ def show_cmd(
     console = Console(highlight=False, soft_wrap=False)
     console.print(render_header(row, data))
     subs = {a["tool_use_id"]: a for a in data["subagents"] if a["tool_use_id"]}
+    before: dict[str, Any] | None = None
     for t in turns:
-        console.print(render_turn(t, subs))
+        console.print(render_turn(t, subs, before))
+        before = t.get("snapshot") or before
 
 
 def _one_line(text: Optional[str]) -> str:
@@ -140,6 +145,10 @@ def render_header(row: dict[str, Any], data: dict[str, Any]) -> str:
     note = SOURCE_NOTES.get(row.get("source") or "")
     if note:
         lines.append(f"[yellow]{escape(note)}[/yellow]")
+    if row.get("decision_count") or row.get("feedback_count"):
+        lines.append(f"[magenta]{row.get('decision_count') or 0} decisions[/magenta] · "
+                     f"[red]{row.get('feedback_count') or 0} feedback[/red] [dim](rejections, interruptions, "
+                     f"corrections)[/dim]")
     if data.get("plan"):
         lines.append(f"[magenta]plan ({data.get('plan_source')}):[/magenta] {escape(_one_line(data['plan'])[:160])}")
     for x in data.get("texts", []):
@@ -147,11 +156,22 @@ def render_header(row: dict[str, Any], data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_turn(t: dict[str, Any], subs: dict[str, dict[str, Any]]) -> str:
-    """One turn: prompt, then its tool calls grouped by sequence, parallel batches marked."""
+SNAPSHOT_FIELDS = ("cwd", "git_branch", "version", "model", "permission_mode")
+
+
+def render_turn(t: dict[str, Any], subs: dict[str, dict[str, Any]], before: dict[str, Any] | None = None) -> str:
+    """One turn: the state it started from (when it changed since `before`, the snapshot of the turn
+    shown before it), the prompt, its tool calls grouped by sequence with parallel batches marked,
+    then what was decided and what the user said about the work."""
     from rich.markup import escape
 
     out = [f"[bold green]── turn {t['index']}[/bold green] [dim]{t.get('started_at') or ''}[/dim]"]
+    snap = t.get("snapshot")
+    if snap and (before is None or any(snap.get(k) != before.get(k) for k in SNAPSHOT_FIELDS)):
+        state = " · ".join(f"{k.replace('_', ' ')} {snap[k]}" for k in SNAPSHOT_FIELDS
+                           if snap.get(k) and (before is None or snap.get(k) != before.get(k)))
+        if state:
+            out.append(f"  [dim]state: {escape(state)}[/dim]")
     prompt = t["prompt"] if t["prompt"] is not None else "(assistant lines before the first prompt)"
     out.append(f"[bold]> [/bold]{escape(_one_line(prompt)[:300])}")
     groups: dict[int, list[dict[str, Any]]] = {}
@@ -173,6 +193,10 @@ def render_turn(t: dict[str, Any], subs: dict[str, dict[str, Any]]) -> str:
                 line += (f"\n        [magenta]subagent {sub.get('agent_type') or ''} {sub.get('agent_id') or ''}: "
                          f"{sub.get('tool_call_count')} calls[/magenta]")
             out.append(line)
+    for d in t.get("decisions") or []:
+        out.append(f"  [magenta]◆ decided:[/magenta] {escape(_one_line(d.get('text'))[:240])}")
+    for f in t.get("feedback") or []:
+        out.append(f"  [red]✋ {escape(_one_line(f.get('text'))[:240])}[/red]")
     if t.get("assistant_text"):
         out.append(f"  [dim]⮑ {escape(_one_line(t['assistant_text'])[:200])}[/dim]")
     out.append(f"  [dim]{_metrics_line(t)}[/dim]\n")

@@ -1,11 +1,12 @@
 """`jacked install` / `jacked uninstall`: argument parsing and output only (the work is jacked.surfaces.install)."""
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import typer
 
-from jacked.surfaces.cli.common import print_json, settings, warn
+from jacked.surfaces.cli.common import CliError, print_json, settings, warn
 
 
 def _print(report, json_out: bool, verb: str) -> None:  # type: ignore[no-untyped-def]
@@ -53,9 +54,12 @@ def install_cmd(
 def uninstall_cmd(
     agent: Optional[str] = typer.Option(None, "--agent", help="Instead: take `jacked mcp` out of that agent's "
                                         "MCP configuration (codex, gemini or opencode)."),
+    purge: bool = typer.Option(False, "--purge", help="Then also delete all jacked data: JACKED_HOME (catalog, "
+                               "index, archive, logs). Your transcripts are not touched."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --purge: do not ask for confirmation."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Remove exactly what `jacked install` added (skill, hooks, MCP entry); your data stays."""
+    """Remove exactly what `jacked install` added (skill, hooks, MCP entry); your data stays unless --purge."""
     from jacked.surfaces.install import uninstall, uninstall_for_agent
 
     if agent:
@@ -66,8 +70,32 @@ def uninstall_cmd(
             typer.echo(f"removed `jacked mcp` from {agent}: {path}" if path else f"nothing to remove for {agent}")
         return
 
-    report = uninstall(settings().claude_dir)
+    s = settings()
+    nothing_to_purge = purge and s.home is not None and not s.home.exists()
+    if nothing_to_purge:
+        purge = False
+    if purge:
+        from jacked.service import purge_target
+
+        home = purge_target(s)  # a folder that is not jacked's own is refused before anything changes
+        if not yes:
+            if not sys.stdin.isatty():
+                raise CliError(f"uninstall --purge deletes {home} and everything jacked kept: add --yes to confirm")
+            typer.confirm(f"Delete {home} (catalog, index, archive of your transcripts)?", abort=True)
+    report = uninstall(s.claude_dir)
+    if not purge:
+        _print(report, json_out, "removed")
+        if nothing_to_purge and not json_out:
+            typer.echo(f"nothing to purge: {s.home} does not exist")
+        return
+    from jacked.service import Jacked
+
+    purged = Jacked(s, scan=False).purge()
+    if json_out:
+        print_json({**report.to_json(), "purged": purged})
+        return
     _print(report, json_out, "removed")
+    typer.echo(f"purged: {purged['home']} ({purged['removed_bytes']:,} bytes)")
 
 
 def register(app: typer.Typer) -> None:

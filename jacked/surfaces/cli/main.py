@@ -25,6 +25,7 @@ from jacked.surfaces.cli import retrieve as retrieve_cli
 from jacked.surfaces.cli import config_cmd as config_cli
 from jacked.surfaces.cli import install as install_cli
 from jacked.surfaces.cli import archive as archive_cli
+from jacked.surfaces.cli import forget as forget_cli
 from jacked.surfaces.cli import mcp_cmd as mcp_cli
 from jacked.surfaces.cli import restore as restore_cli
 from jacked.surfaces.cli import stats as stats_cli
@@ -65,6 +66,7 @@ retrieve_cli.register(app)
 config_cli.register(app)
 install_cli.register(app)
 archive_cli.register(app)
+forget_cli.register(app)
 ui_cli.register(app)
 
 

@@ -62,6 +62,20 @@ def render(d: dict[str, Any]) -> str:
     if d["bash_failing"]:
         out.append("\nbash commands most failing (failed / runs):")
         out += [f"  {c['failed']:>5}/{c['count']:<4} {c['command'][:100]}" for c in d["bash_failing"]]
+    fb = d.get("feedback") or {}
+    if fb.get("by_tool") or fb.get("corrections"):
+        out.append(f"\nstopped by the user: {fb['rejections']} calls refused, {fb['interruptions']} interruptions, "
+                   f"{fb['corrections']} corrections")
+        out.append("  tool               refused  interrupted   of calls")
+        for r in fb["by_tool"][:10]:
+            rates = "/".join(f"{x * 100:.1f}%" if x is not None else "-"
+                             for x in (r["rejection_rate"], r["interruption_rate"]))
+            out.append(f"  {r['tool']:<18} {r['rejected']:>7} {r['interrupted']:>12}   {r['calls']:>5} ({rates})")
+        out.append("  repo               refused/calls  interrupted/turns  corrections")
+        for r in fb["by_repo"]:
+            if r["rejected"] or r["interrupted"] or r["corrections"]:
+                out.append(f"  {str(r['repo'])[:18]:<18} {r['rejected']:>5}/{r['tool_calls']:<7} "
+                           f"{r['interrupted']:>8}/{r['turns']:<8} {r['corrections']:>6}")
     t = d.get("tool_detail")
     if t:
         out.append(f"\n{t['tool']}: {t['calls']} calls in {t['turns_using']} turns, {t['errors']} failed; "

@@ -11,7 +11,8 @@ from jacked.surfaces.cli.common import print_json, service
 def timeline_cmd(
     session: Optional[str] = typer.Argument(None, help="Session id, prefix or path (default: all sessions)."),
     types: Optional[list[str]] = typer.Option(None, "--type", "-t", help="Only these event types (repeatable): "
-                                              "intent, action, file, error, llm, compaction, subagent."),
+                                              "intent, action, file, error, llm, compaction, subagent, decision, "
+                                              "feedback, snapshot."),
     repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
     file: Optional[str] = typer.Option(None, "--file", help="Only events touching this file (absolute or a "
                                        "path suffix)."),
@@ -19,7 +20,8 @@ def timeline_cmd(
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many events first."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """A typed event stream of what happened: prompts, tool calls, file changes, errors, LLM calls."""
+    """A typed event stream of what happened: prompts, tool calls, file changes, errors, LLM calls,
+    decisions, the user's feedback and the state each turn started from."""
     from jacked.query.timeline import TimelineQuery
 
     events = service().timeline(TimelineQuery(types=types or None, repo=repo, file=file, limit=limit, offset=offset),
@@ -65,7 +67,23 @@ def render_event(e: dict[str, Any], cross_session: bool = False) -> str:
     if t == "subagent":
         return (f"{head} {e.get('agent_type') or 'agent'} {e.get('agent_id') or ''}: {_one(e.get('description'), 60)} "
                 f"({e['tool_call_count']} calls)")
+    if t in ("decision", "feedback"):
+        return f"{head} {_one(e.get('text'), 160)}"
+    if t == "snapshot":
+        return f"{head} {snapshot_line(e)}"
     return f"{head} {e}"
+
+
+def snapshot_line(e: dict[str, Any]) -> str:
+    """The state a turn started from, in one line."""
+    parts = [f"{e.get('cwd') or '?'}", f"branch {e.get('git_branch') or '-'}", f"v{e.get('version') or '?'}",
+             f"{e.get('model') or 'model ?'}"]
+    if e.get("permission_mode"):
+        parts.append(f"mode {e['permission_mode']}")
+    files = e.get("files_backed_up") or []
+    if files:
+        parts.append(f"backed up {len(files)}: {_one(', '.join(files), 80)}")
+    return " · ".join(parts)
 
 
 def file_history_cmd(

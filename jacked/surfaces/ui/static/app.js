@@ -286,12 +286,24 @@ function turnBox(t, ctx) {
   if (t.models && t.models.length) headBits.push(h("span", { class: "muted small", text: t.models.join(", ") }));
   if (t.interrupted) headBits.push(h("span", { class: "errcount small", text: "interrupted" }));
   if (t.compacted) headBits.push(h("span", { class: "small", text: "compacted" }));
+  // Decisions and the user's feedback, visible at a glance in the turn's head (issue 16).
+  const decisions = t.decisions || [], feedback = t.feedback || [];
+  if (decisions.length) headBits.push(h("span", { class: "badge decision", text: `${decisions.length} decision${decisions.length > 1 ? "s" : ""}` }));
+  if (feedback.length) headBits.push(h("span", { class: "badge feedback", text: `${feedback.length} feedback` }));
+  if (t.snapshot && (t.snapshot.git_branch || t.snapshot.permission_mode))
+    headBits.push(h("span", { class: "muted small", title: "the state the turn started from",
+      text: [t.snapshot.git_branch, t.snapshot.permission_mode].filter(Boolean).join(" · ") }));
   const box = h("section", { class: "turn", id: `turn-${t.index}`, dataset: { turnIndex: t.index } }, h("div", { class: "turn-head" }, headBits));
   box.append(h("div", { class: "prompt" }, h("pre", { text: t.prompt === null ? "(assistant lines before the first prompt)" : t.prompt })));
   for (const c of ctx.comps) box.append(h("div", { class: "placed compaction", dataset: { kind: "compaction" } },
     h("div", { class: "kind", text: "compaction" }),
     h("span", { class: "small", text: [c.trigger, c.pre_tokens ? `${fmt(c.pre_tokens)} tokens before` : "", shortTime(c.timestamp)].filter(Boolean).join(" · ") })));
   if (ctx.plan) box.append(planBox(ctx.plan, ctx.planSource));
+  for (const d of decisions) box.append(h("div", { class: "placed decision", dataset: { kind: "decision" } },
+    h("div", { class: "kind", text: `decision · ${d.kind}` }), h("span", { text: d.text || "" })));
+  for (const f of feedback) box.append(h("div", { class: "placed feedback", dataset: { kind: "feedback" } },
+    h("div", { class: "kind", text: `feedback · ${(f.kind || "").replace("_", " ")}${f.tool_name ? " · " + f.tool_name : ""}` }),
+    h("span", { text: f.text || f.reason || "" })));
   const seqs = h("div", { class: "seqs" });
   const groups = groupBySeq(t.invocations);
   for (const key of Object.keys(groups).map(Number).sort((a, b) => a - b)) {
