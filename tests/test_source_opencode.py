@@ -25,6 +25,7 @@ from jacked.sources.model import Session  # noqa: E402
 from jacked.sources.opencode.source import OpencodeSource  # noqa: E402
 from jacked.sources.registry import SOURCES  # noqa: E402
 from jacked.surfaces.agent_install import opencode as oc_install  # noqa: E402
+from jacked.surfaces.agent_install.configfile import strip_jsonc  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "opencode"
 REAL, HAND = FIXTURES / "real", FIXTURES / "hand"
@@ -473,5 +474,5 @@ def test_uninstall_reads_past_a_commented_file_it_did_not_write(tmp_path: Path) 
 
 def test_strip_jsonc_leaves_strings_alone() -> None:
     text = '{"url": "http://a//b", "s": "/* no */", "q": "\\"//\\"", /* c */ "a": [1, 2,],}'
-    plain, commented = oc_install.strip_jsonc(text)
+    plain, commented = strip_jsonc(text)
     assert commented and json.loads(plain) == {"url": "http://a//b", "s": "/* no */", "q": '"//"', "a": [1, 2]}

@@ -17,13 +17,12 @@ left at all and jacked could have created it).
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from jacked.errors import JackedError
 from jacked.sources.codex import mcp_config
-from jacked.util.fs import atomic_write
+from jacked.surfaces.agent_install.configfile import decode, read_config, write_config
 
 NAME = "jacked"
 
@@ -44,7 +43,7 @@ def install(exe: list[str], environ: Mapping[str, str]) -> Path:
     except mcp_config.CodexConfigError as e:
         raise JackedError(f"{path}: {e}") from None
     if raw is None or new != text:
-        _write(path, raw, new)
+        write_config(path, raw, new, empty=not new.strip())
     return path
 
 
@@ -60,37 +59,10 @@ def uninstall(environ: Mapping[str, str]) -> Path | None:
         raise JackedError(f"{path}: {e}") from None
     if not found:
         return None
-    _write(path, raw, new)
+    write_config(path, raw, new, empty=not new.strip())
     return path
 
 
 def _read(path: Path) -> tuple[bytes | None, str]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None, ""
-    except IsADirectoryError:
-        raise JackedError(f"{path}: is a folder, not Codex's configuration file") from None
-    except OSError as e:
-        raise JackedError(f"{path}: cannot read it ({e.strerror or e})") from None
-    try:
-        return raw, raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise JackedError(f"{path}: not UTF-8 text (byte {e.start}); jacked leaves it untouched") from None
-
-
-def _write(path: Path, raw: bytes | None, text: str) -> None:
-    """Back the old file up beside it, then replace it (through a symlink, keeping its mode);
-    a file left empty is removed unless it is a symlink."""
-    target = Path(os.path.realpath(path))
-    try:
-        mode = target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600  # Codex's config may come to hold tokens (MCP env, providers)
-    if raw is not None:
-        atomic_write(path.with_name(path.name + ".jacked.bak"), raw, mode=0o600)
-    if not text.strip() and raw is not None and not path.is_symlink():
-        path.unlink()
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, text.encode("utf-8"), mode=mode)
+    raw = read_config(path, "Codex's configuration file")
+    return (raw, decode(path, raw)) if raw is not None else (None, "")

@@ -15,14 +15,13 @@ them, but rewriting the file would drop them. Uninstall takes out exactly the `j
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jacked.errors import JackedError
-from jacked.util.fs import atomic_write
+from jacked.surfaces.agent_install.configfile import load_json_object, read_config, write_json
 
 NAME = "jacked"
 FILES = ("opencode.json", "opencode.jsonc")
@@ -55,7 +54,7 @@ def entry(exe: list[str]) -> dict[str, Any]:
 def install(exe: list[str], environ: Mapping[str, str]) -> Path:
     """Add (or update) the `jacked` MCP server in opencode's configuration; the file written."""
     path = config_path(environ)
-    raw = _read(path)
+    raw = read_config(path, "opencode's configuration file")
     data = _load(path, raw, for_writing=True)
     servers = data.setdefault("mcp", {})
     if not isinstance(servers, dict):
@@ -64,7 +63,7 @@ def install(exe: list[str], environ: Mapping[str, str]) -> Path:
     if servers.get(NAME) == wanted:
         return path  # already installed: nothing to write
     servers[NAME] = wanted
-    _write(path, raw, data)
+    write_json(path, raw, data)
     return path
 
 
@@ -74,7 +73,7 @@ def uninstall(environ: Mapping[str, str]) -> Path | None:
     plans: list[tuple[Path, bytes, dict[str, Any]]] = []
     for name in FILES:  # every file read (and refused if need be) before any is written
         path = folder / name
-        raw = _read(path)
+        raw = read_config(path, "opencode's configuration file")
         if raw is None:
             continue
         data = _load(path, raw)
@@ -86,102 +85,13 @@ def uninstall(environ: Mapping[str, str]) -> Path | None:
                 del data["mcp"]
             plans.append((path, raw, data))
     for path, raw, data in plans:
-        _write(path, raw, data)
+        write_json(path, raw, data)
     return plans[0][0] if plans else None
-
-
-# --------------------------------------------------------------------------- reading and writing
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None  # (a symlink to a missing file too: install creates its target)
-    except IsADirectoryError:
-        raise JackedError(f"{path}: is a folder, not opencode's configuration file") from None
-    except OSError as e:
-        raise JackedError(f"{path}: cannot read it ({e.strerror or e})") from None
 
 
 def _load(path: Path, raw: bytes | None, for_writing: bool = False) -> dict[str, Any]:
     """The configuration as a dict, or a one-line refusal; nothing is written before this. A file
     with comments can be read, not written (`for_writing`)."""
-    if raw is None:
-        return {}
-    untouched = "jacked leaves it untouched"
-    try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as e:
-        raise JackedError(f"{path}: not UTF-8 text (byte {e.start}); {untouched}") from None
-    if not text.strip():
-        return {}
-    plain, commented = strip_jsonc(text)
-    if commented and for_writing:
-        raise JackedError(
-            f"{path}: has comments, which jacked cannot keep when it rewrites the file; add this to its "
-            f'"mcp" object by hand, or remove the comments: "{NAME}": {{"type": "local", "command": '
-            f'[<jacked>, "mcp"], "enabled": true}}')
-    try:
-        data = json.loads(plain)
-    except json.JSONDecodeError as e:
-        raise JackedError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno} ({e.msg}); "
-                          f"fix it first, {untouched}") from None
-    except RecursionError:
-        raise JackedError(f"{path}: JSON nested too deeply to read; {untouched}") from None
-    if not isinstance(data, dict):
-        raise JackedError(f"{path}: expected a JSON object; {untouched}")
-    return data
-
-
-def _write(path: Path, raw: bytes | None, data: dict[str, Any]) -> None:
-    """Back the old file up beside it, then replace it (through a symlink, keeping its mode);
-    a file left empty that jacked could have created is removed."""
-    target = Path(os.path.realpath(path))
-    try:
-        mode = target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600  # a new file: opencode's configuration may come to hold provider keys
-    if raw is not None:
-        atomic_write(path.with_name(path.name + ".jacked.bak"), raw, mode=0o600)
-    if not data and raw is not None and not path.is_symlink():
-        path.unlink()
-        return
-    body = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    atomic_write(target, body.encode("utf-8"), mode=mode)
-
-
-def strip_jsonc(text: str) -> tuple[str, bool]:
-    """(JSON text of a JSONC text: comments blanked and trailing commas dropped, whether it had
-    comments). Characters inside strings are left as they are."""
-    out: list[str] = []
-    commented = False
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            commented = True
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            commented = True
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))  # keeps line numbers
-            i = j
-        elif c in "}]":
-            k = len(out) - 1
-            while k >= 0 and out[k].isspace():
-                k -= 1
-            if k >= 0 and out[k] == ",":
-                out[k] = " "  # a trailing comma
-            out.append(c)
-            i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out), commented
+    return load_json_object(path, raw, comments_refusal=(
+        f'add this to its "mcp" object by hand, or remove the comments: "{NAME}": {{"type": "local", '
+        f'"command": [<jacked>, "mcp"], "enabled": true}}') if for_writing else None)
