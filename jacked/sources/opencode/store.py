@@ -19,13 +19,14 @@ them into the agent-neutral model. A record that does not decode is counted, nev
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from jacked.sources.base import stat_fingerprint
 
 MAX_RECORD_BYTES = 64 << 20  # a part file larger than this is passed over (counted malformed)
 
@@ -113,14 +114,7 @@ class FileStore:
         return paths
 
     def fingerprint(self, paths: list[Path]) -> str:
-        h = hashlib.blake2b(digest_size=12)
-        for p in paths:
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
-            h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        return h.hexdigest()
+        return stat_fingerprint(paths)
 
     def project(self, project_id: Any) -> dict[str, Any]:
         if not isinstance(project_id, str) or not project_id or "/" in project_id or "\\" in project_id:
