@@ -1,7 +1,7 @@
-"""opencode as a transcript source (`jacked.sources.opencode`): its two stores (SQLite and JSON
-files), checked against an independent count of the same fixtures (`agents/count_opencode.py`),
-hand-checked details, a scan into the catalog, the spec writer read back, and the MCP entry
-`jacked install --agent opencode` adds to opencode's configuration."""
+"""opencode as a transcript source (`jacked.sources.opencode`): its stores (SQLite, 1.x and 2.x
+tables, and JSON files), checked against an independent count of the same fixtures
+(`agents/count_opencode.py`), hand-checked details, a scan into the catalog, the spec writer read
+back, and the MCP entry `jacked install --agent opencode` adds to opencode's configuration."""
 from __future__ import annotations
 
 import json
@@ -28,7 +28,7 @@ from jacked.surfaces.agent_install import opencode as oc_install  # noqa: E402
 from jacked.surfaces.agent_install.configfile import strip_jsonc  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "opencode"
-REAL, HAND = FIXTURES / "real", FIXTURES / "hand"
+REAL, HAND, REAL2 = FIXTURES / "real", FIXTURES / "hand", FIXTURES / "real2"
 SOURCE = OpencodeSource()
 
 
@@ -65,8 +65,15 @@ def real() -> dict[str, Session]:
     return read_all(REAL)[0]
 
 
+@pytest.fixture(scope="module")
+def real2() -> dict[str, Session]:
+    sessions, errors = read_all(REAL2)
+    assert errors == []
+    return sessions
+
+
 # --------------------------------------------------------------------------- against the independent count
-@pytest.mark.parametrize("root", [REAL, HAND], ids=["real", "hand"])
+@pytest.mark.parametrize("root", [REAL, HAND, REAL2], ids=["real", "hand", "real2"])
 def test_reading_matches_the_independent_count(root: Path) -> None:
     counted = count_opencode.count_dir(root)["sessions"]
     sessions, _ = read_all(root)
@@ -83,6 +90,12 @@ def test_independent_totals_are_the_hand_checked_ones() -> None:
     assert count_opencode.count_dir(HAND)["totals"] == {
         "turns": 9, "tool_calls": 17, "errors": 3, "input_tokens": 35420, "output_tokens": 1396, "subagents": 2,
         "sessions": 4}
+    assert count_opencode.count_dir(REAL2)["totals"] == {
+        "turns": 9, "tool_calls": 43, "errors": 5, "input_tokens": 79621, "output_tokens": 13712, "subagents": 1,
+        "sessions": 5}
+    # opencode's own running totals (`session_v2.tokens_*`) agree where no title call adds to them
+    tools = count_opencode.count_dir(REAL2)["sessions"]["ses_f34a354dbffe8waMGOZgKvK6cK"]
+    assert (tools["input_tokens"], tools["output_tokens"], tools["cache_read_tokens"]) == (16046, 6583, 86528)
 
 
 # --------------------------------------------------------------------------- the real session (opencode 1.1.49)
@@ -217,6 +230,247 @@ def test_database_fixture_is_its_dump_and_reading_leaves_no_files(hand: dict[str
     assert dump == (HAND / "opencode.db.sql").read_text(encoding="utf-8")  # the reviewable text is the database
     assert sorted(p.name for p in HAND.iterdir()) == ["opencode.db", "opencode.db.sql", "storage"]
 
+
+
+# --------------------------------------------------------------------------- real OpenCode 2.0.14 sessions (2.x tables)
+TUI, TOOLS = "ses_f34a1dc63ffe0cCnMWOTpjumbx", "ses_f34a354dbffe8waMGOZgKvK6cK"
+
+
+def test_real2_sessions_prompts_and_titles(real2: dict[str, Session]) -> None:
+    assert sorted(real2) == ["ses_f34687c4effe4c1OUSq8A7KEeN", "ses_f34859f9affeumHNfv8TfefDkV", TUI, TOOLS,
+                             "ses_f34addb6fffeca2UK7PpveGIW3"]
+    s = real2[TUI]
+    assert (s.title, s.cwd, s.repo_name, s.version_first, s.models) == (
+        "Magic passphrase PURPLE-ELEPHANT-42", "/Users/dev/oc-tools", "oc-tools", "2.0.14", ["big-pickle"])
+    assert (s.started_at, s.ended_at) == ("2026-09-22T23:05:39.533Z", "2026-09-22T23:07:04.015Z")
+    prompts = [t.prompt for t in s.turns]
+    assert prompts[0] == "The magic passphrase is PURPLE-ELEPHANT-42. Just acknowledge it briefly."
+    assert prompts[1].startswith("You are a code reviewer.")  # /review, stored expanded: no marker of the command
+    assert prompts[2:] == ["In one sentence, what did the review conclude?", "What is the magic passphrase?"]
+    assert turn(s, 1).prompt_uuid == "msg_0cb5e239f001spXxeYKoK3Vai3"
+    assert turn(s, 1).assistant_text == "Acknowledged: PURPLE-ELEPHANT-42. What would you like to work on?"
+    assert (s.lines, s.lines_malformed, s.lines_unknown) == (24, 0, 0)  # synthetic, idle, agent-switched: known
+
+
+def test_real2_user_shell_command_is_an_event_not_a_turn(real2: dict[str, Session]) -> None:
+    t1 = turn(real2[TUI], 1)
+    assert t1.invocations == []
+    (event,) = t1.events
+    assert (event.type, event.data["command"], event.data["exit"]) == (
+        "command_output", "echo hello from user shell && ls *.py", 0)
+    assert event.data["output"] == (
+        "$ echo hello from user shell && ls *.py\nhello from user shell\nfarewell.py\nhello.py")
+
+
+def test_real2_steps_are_batches_and_tokens_count_once(real2: dict[str, Session]) -> None:
+    t2 = turn(real2[TUI], 2)
+    assert [(i.tool_name, i.sequence, i.parallel_group) for i in t2.invocations] == [
+        ("shell", 0, 1), ("shell", 0, 2), ("shell", 0, 3),
+        ("read", 1, 1), ("read", 1, 2), ("read", 1, 3), ("read", 1, 4), ("read", 1, 5),
+        ("shell", 2, 1), ("shell", 2, 2)]  # three assistant records: three model steps
+    assert [i.command for i in t2.invocations[:3]] == ["git status --short", "git diff", "git diff --cached"]
+    assert t2.invocations[3].file_path == "/Users/dev/oc-tools/hello.py"  # `path` relative to the session folder
+    assert "[... cut for jacked's test fixture" in t2.invocations[7].result_brief
+    m = t2.metrics  # four steps, each its own `tokens`
+    assert (m.api_calls, m.input_tokens, m.output_tokens, m.cache_read_tokens) == (4, 18707, 2759, 54784)
+    m = turn(real2["ses_f34addb6fffeca2UK7PpveGIW3"], 2).metrics  # output counts reasoning (19 + 232)
+    assert (m.api_calls, m.input_tokens, m.output_tokens) == (1, 9568, 251)
+
+
+def test_real2_compaction(real2: dict[str, Session]) -> None:
+    s = real2[TUI]
+    t3 = turn(s, 3)
+    assert t3.compacted and [(e.type, e.data["trigger"]) for e in t3.events] == [("compaction", "manual")]
+    assert t3.metrics.api_calls == 2 and t3.metrics.input_tokens == 128 + 683  # the answer, and the summarising call
+    (summary,) = [x for x in s.texts if x.kind == "compact_summary"]
+    assert summary.text.startswith("## Objective\n- The user asked the assistant to act as a code reviewer")
+    assert summary.turn_index == 3
+    assert turn(s, 4).assistant_text.startswith("There isn't a \"magic passphrase\" recorded anywhere")
+
+
+def test_real2_errors(real2: dict[str, Session]) -> None:
+    t1 = turn(real2[TOOLS], 1)
+    failed = [(i.tool_name, i.command, i.result_brief) for i in t1.invocations if i.is_error]
+    assert failed[0] == failed[2] == ("websearch", None, "Web search cancelled")
+    assert failed[1][:2] == ("shell", "cat does-not-exist.txt")  # completed, exit 1
+    assert failed[1][2].startswith("cat: does-not-exist.txt: No such file or directory")
+    assert failed[3][0] == "execute" and failed[3][2].startswith("[browser.disconnected]")  # metadata.error
+    assert failed[4] == ("read", None, "File not found: missing.txt")
+    assert (t1.metrics.tool_call_count, t1.metrics.tool_error_count, t1.metrics.bash_error_count) == (19, 5, 1)
+    # a step that failed before any output: an error of its turn, no response counted
+    t1 = turn(real2["ses_f34addb6fffeca2UK7PpveGIW3"], 1)
+    assert [(e.type, e.data) for e in t1.events] == [
+        ("command_output", {"output": "The provided model identifier is invalid.", "level": "error"})]
+    assert (t1.metrics.api_calls, t1.assistant_text) == (0, None)
+    assert real2["ses_f34addb6fffeca2UK7PpveGIW3"].models == ["au.anthropic.claude-opus-5-5",
+                                                              "muse-spark-1.2-contributor-free"]
+
+
+def test_real2_file_changes(real2: dict[str, Session]) -> None:
+    t1 = turn(real2[TOOLS], 1)
+    write, edit = (i for i in t1.invocations if i.tool_name in ("write", "edit"))
+    assert (write.file_path, write.lines_added) == ("/Users/dev/oc-tools/farewell.py", 6)
+    assert (edit.file_path, edit.lines_added, edit.lines_removed) == ("/Users/dev/oc-tools/hello.py", 6, 0)
+    assert "+def farewell(name):" in edit.diff
+    t1 = turn(real2["ses_f34859f9affeumHNfv8TfefDkV"], 1)
+    assert t1.invocations[0].file_path is None  # `read` of a directory: no file read
+    assert t1.metrics.files_read == ["/Users/dev/oc-tools/hello.py", "/Users/dev/oc-tools/farewell.py",
+                                     "/Users/dev/oc-tools/sub/data.txt"]
+    assert t1.metrics.files_modified == ["/Users/dev/oc-tools/farewell.py"]  # replaceAll: 1 line out, 1 in
+    assert (t1.metrics.lines_added, t1.metrics.lines_removed) == (1, 1)
+
+
+def test_real2_subagent_child_session(real2: dict[str, Session]) -> None:
+    s = real2[TOOLS]
+    assert "ses_f34a2e95bffethLCcvMT6BjIMA" not in real2
+    (sub,) = s.subagents
+    assert (sub.agent_id, sub.tool_use_id, sub.turn_index, sub.agent_type, sub.description, sub.tool_usage) == (
+        "ses_f34a2e95bffethLCcvMT6BjIMA", "call_50f5671d07a94ebf8b889d17", 1, "explore", "Summarize notes.md",
+        {"read": 1})
+    assert sub.prompt.startswith(
+        "You are a subagent spawned by another session.\nRead the file /Users/dev/oc-tools/notes.md")
+    assert sub.summary_text.startswith("The file `/Users/dev/oc-tools/notes.md` is a minimal notes file")
+    call = next(i for i in turn(s, 1).invocations if i.tool_name == "subagent")
+    assert call.agent_id == sub.agent_id
+
+
+def test_real2_fixture_is_its_dump_and_reading_leaves_no_files(real2: dict[str, Session]) -> None:
+    conn = sqlite3.connect(f"file:{REAL2 / 'opencode.db'}?mode=ro", uri=True)
+    try:
+        dump = "".join(line + "\n" for line in conn.iterdump())
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        conn.close()
+    assert dump == (REAL2 / "opencode.db.sql").read_text(encoding="utf-8")
+    assert tables == {"session_v2", "session_message"}
+    assert sorted(p.name for p in REAL2.iterdir()) == ["opencode.db", "opencode.db.sql"]
+
+
+def _real2_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "opencode"
+    root.mkdir()
+    shutil.copy(REAL2 / "opencode.db", root / "opencode.db")
+    return root
+
+
+def test_2x_database_with_its_1x_tables(tmp_path: Path) -> None:
+    """2.x keeps the 1.x tables beside its own: a session it holds in both is read from its 2.x
+    records, a 1.x session from the 1.x tables."""
+    root = _real2_copy(tmp_path)
+    conn = sqlite3.connect(root / "opencode.db")
+    conn.executescript("""
+        CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL,
+            directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, time_created INTEGER NOT NULL,
+            time_updated INTEGER NOT NULL);
+        CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+            time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+        CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+        INSERT INTO session VALUES ('ses_f34687c4effe4c1OUSq8A7KEeN', 'p', NULL, 'copy', '/old', 'legacy copy', '1.2.6',
+            1, 2);
+        INSERT INTO message VALUES ('msg_old1', 'ses_f34687c4effe4c1OUSq8A7KEeN', 1, 1, '{"role": "user"}');
+        INSERT INTO part VALUES ('prt_old1', 'msg_old1', 'ses_f34687c4effe4c1OUSq8A7KEeN', 1, 1,
+            '{"type": "text", "text": "LEGACY COPY"}');
+        INSERT INTO session VALUES ('ses_v1only', 'p', NULL, 'old', '/work/old', 'A 1.x session', '1.2.6', 1, 2);
+        INSERT INTO message VALUES ('msg_v1', 'ses_v1only', 1, 1, '{"role": "user", "time": {"created": 1}}');
+        INSERT INTO part VALUES ('prt_v1', 'msg_v1', 'ses_v1only', 1, 1, '{"type": "text", "text": "From 1.x"}');
+    """)
+    conn.close()
+    sessions, errors = read_all(root)
+    assert errors == []
+    assert [t.prompt for t in sessions["ses_f34687c4effe4c1OUSq8A7KEeN"].turns] == [
+        "Use your question tool to ask me which color I prefer: red, green or blue. Then tell me what I picked."]
+    assert [t.prompt for t in sessions["ses_v1only"].turns] == ["From 1.x"]
+    counted = count_opencode.count_dir(root)["sessions"]
+    assert sorted(sessions) == sorted(counted) and len(sessions) == 6
+    for sid, s in sessions.items():
+        assert figures(s) == counted[sid], sid
+
+
+def test_pre_2_0_layout_session_table_with_session_message(tmp_path: Path) -> None:
+    """Builds before 2.0 kept these sessions in `session` (renamed `session_v2` since)."""
+    root = _real2_copy(tmp_path)
+    conn = sqlite3.connect(root / "opencode.db")
+    conn.execute("DROP INDEX session_v2_time_suspended_idx")
+    conn.execute("ALTER TABLE session_v2 RENAME TO session")
+    conn.commit()
+    conn.close()
+    sessions, errors = read_all(root)
+    assert errors == [] and sorted(sessions) == sorted(count_opencode.count_dir(REAL2)["sessions"])
+    assert figures(sessions[TOOLS]) == count_opencode.count_dir(root)["sessions"][TOOLS]
+
+
+def test_2x_records_being_written_unknown_or_cut(tmp_path: Path) -> None:
+    root = _real2_copy(tmp_path)
+    conn = sqlite3.connect(root / "opencode.db")
+    rows = [("msg_zz1", "user", 200, '{"text": "One more thing", "time": {"created": 1790118430000}}'),
+            ("msg_zz2", "assistant", 201, json.dumps({  # a step still streaming: a call with its input so far
+                "agent": "plan", "model": {"id": "big-pickle"}, "time": {"created": 1790118430100},
+                "content": [{"type": "tool", "id": "call_zz", "name": "read", "state": {"status": "streaming",
+                                                                                      "input": '{"pa'}},
+                            {"type": "hologram"}]})),
+            ("msg_zz3", "future-record", 202, "{}"),
+            ("msg_zz4", "user", 203, '{"text": "cut')]
+    conn.executemany(f"INSERT INTO session_message VALUES (?, '{TUI}', ?, ?, 1790118430000, 1790118430000, ?)",
+                     [(i, k, q, d) for i, k, q, d in rows])
+    conn.commit()
+    conn.close()
+    s = read_all(root)[0][TUI]
+    t5 = turn(s, 5)
+    assert t5.prompt == "One more thing"
+    (call,) = t5.invocations
+    assert (call.tool_name, call.has_result, call.is_error, call.input_brief) == ("read", False, False, "{}")
+    assert (s.lines, s.lines_malformed, s.lines_unknown) == (28, 1, 2)  # a part and a record type no release writes
+
+
+def test_2x_records_of_any_shape_never_raise() -> None:
+    import copy
+    import random
+
+    from jacked.sources.opencode.build import build_session
+    from jacked.sources.opencode.db import DbStore
+
+    with DbStore(REAL2 / "opencode.db") as store:
+        base = store.read(TUI)
+        base.children.append(store.read("ses_f34a2e95bffethLCcvMT6BjIMA"))
+    values = [None, 0, -1, 1.5, float("nan"), True, "", "x", [], [1, "a"], {}, {"a": 1}, 10**30]
+    rng = random.Random(11)
+
+    def mutate(obj: Any) -> None:
+        if isinstance(obj, (dict, list)) and obj:
+            key = rng.choice(list(obj)) if isinstance(obj, dict) else rng.randrange(len(obj))
+            if rng.random() < 0.3:
+                obj[key] = rng.choice(values)
+            else:
+                mutate(obj[key])
+
+    for _ in range(300):
+        raw = copy.deepcopy(base)
+        records = [raw.info] + raw.entries + raw.children[0].entries
+        for _ in range(rng.randint(1, 6)):
+            mutate(rng.choice(records))
+        build_session(raw)
+
+
+def test_scan_of_a_2x_database_rereads_only_a_changed_session(tmp_path: Path) -> None:
+    root = _real2_copy(tmp_path)
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    catalog = Catalog(tmp_path / "catalog.db")
+    first = Scanner(catalog, claude, agents={"opencode": root}).scan()
+    assert first.errors == [] and first.sessions_scanned == 5
+    rows = {r["session_id"]: r for r in list_sessions(catalog)}
+    assert rows[TUI]["title"] == "Magic passphrase PURPLE-ELEPHANT-42"
+    again = Scanner(catalog, claude, agents={"opencode": root}).scan()
+    assert (again.sessions_scanned, again.sessions_unchanged) == (0, 5)
+    conn = sqlite3.connect(root / "opencode.db")
+    conn.execute(f"INSERT INTO session_message VALUES ('msg_zz1', '{TUI}', 'user', 200, 1790118430000, "
+                 "1790118430000, '{\"text\": \"One more thing\", \"time\": {\"created\": 1790118430000}}')")
+    conn.commit()
+    conn.close()
+    third = Scanner(catalog, claude, agents={"opencode": root}).scan()
+    assert (third.sessions_scanned, third.changed_session_ids) == (1, [TUI])
+    assert [t["prompt"] for t in turns_json(catalog, TUI)["turns"]][-1] == "One more thing"
 
 # --------------------------------------------------------------------------- robustness
 def test_unusable_database_is_reported_and_the_files_still_read(tmp_path: Path) -> None:

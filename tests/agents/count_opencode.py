@@ -9,6 +9,9 @@ Rules, as opencode records a session:
 * stores: `opencode*.db` (tables session/message/part, JSON in `data`) and the JSON files under
   `storage/` (session/<project>/<id>.json, message/<session>/<id>.json, part/<message>/<id>.json);
   a session found in a database is not counted again from the files;
+* OpenCode 2.x, in the same databases: sessions in `session_v2` (before it, `session`), their
+  records in `session_message` (`type`, `seq`, JSON in `data`); a session that has such records
+  is counted from them alone (see "2.x records" below), any other from message/part;
 * a session is one whose parentID names no session of the same store, with at least one
   message; the others (task subagents) count under their top-level session, at any depth;
 * a turn is a user message with a text part the person wrote (not `synthetic`, not `ignored`,
@@ -17,6 +20,15 @@ Rules, as opencode records a session:
   `error`, or when a `bash` call completed with a non-zero `metadata.exit`;
 * tokens: the `step-finish` parts of each assistant message, else (none) the message's own
   `tokens` when any is non-zero; output counts reasoning too.
+
+2.x records (one model step per `assistant` record, its parts inline in `content`):
+* a turn is a `user` record with non-blank `text`, or lacking it, attached `files`; a command
+  the user ran (`shell`) is neither a turn nor a tool call;
+* a tool call is a `tool` item of an `assistant` record's `content`; it failed when its
+  `state.status` is `error`, when it completed with `state.metadata.error` true, or when a
+  `shell` call completed with a non-zero `state.metadata.exit`;
+* tokens: the `tokens` of every `assistant` and `compaction` record (the summarising call),
+  each counted once; output counts reasoning too.
 """
 from __future__ import annotations
 
@@ -27,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 Message = tuple[dict[str, Any], list[dict[str, Any]]]
+# (session infos, 1.x messages by session, 2.x records by session)
+Store = tuple[dict[str, dict[str, Any]], dict[str, list[Message]], dict[str, list[dict[str, Any]]]]
 
 
 def _json(path: Path) -> Any:
@@ -36,14 +50,30 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _db_store(db: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[Message]]]:
+def _db_store(db: Path) -> Store:
     conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
     try:
-        infos = {row[0]: {"id": row[0], "parentID": row[1], "title": row[2]}
-                 for row in conn.execute("SELECT id, parent_id, title FROM session")}
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        infos: dict[str, dict[str, Any]] = {}
+        for table in ("session_v2", "session"):
+            if table in tables:
+                for row in conn.execute(f"SELECT id, parent_id, title FROM {table}"):
+                    infos.setdefault(row[0], {"id": row[0], "parentID": row[1], "title": row[2]})
+        records: dict[str, list[dict[str, Any]]] = {}
+        if "session_message" in tables:
+            for sid, kind, data in conn.execute(
+                    "SELECT session_id, type, data FROM session_message ORDER BY session_id, seq"):
+                try:
+                    record = json.loads(data)
+                except ValueError:
+                    record = None
+                records.setdefault(sid, [])  # a session with 2.x rows is read from them only
+                if isinstance(record, dict):
+                    records[sid].append({**record, "type": kind})
         messages: dict[str, list[Message]] = {sid: [] for sid in infos}
         by_id: dict[str, Message] = {}
-        for mid, sid, data in conn.execute("SELECT id, session_id, data FROM message ORDER BY id"):
+        v1 = {"session", "message", "part"} <= tables
+        for mid, sid, data in conn.execute("SELECT id, session_id, data FROM message ORDER BY id") if v1 else ():
             try:
                 info = json.loads(data)
             except ValueError:
@@ -51,7 +81,7 @@ def _db_store(db: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[Messa
             if isinstance(info, dict) and sid in messages:
                 by_id[mid] = (info, [])
                 messages[sid].append(by_id[mid])
-        for mid, data in conn.execute("SELECT message_id, data FROM part ORDER BY message_id, id"):
+        for mid, data in conn.execute("SELECT message_id, data FROM part ORDER BY message_id, id") if v1 else ():
             try:
                 part = json.loads(data)
             except ValueError:
@@ -60,10 +90,10 @@ def _db_store(db: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[Messa
                 by_id[mid][1].append(part)
     finally:
         conn.close()
-    return infos, messages
+    return infos, messages, records
 
 
-def _file_store(storage: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[Message]]]:
+def _file_store(storage: Path) -> Store:
     infos: dict[str, dict[str, Any]] = {}
     for path in sorted(storage.glob("session/*/*.json")):
         info = _json(path)
@@ -79,7 +109,7 @@ def _file_store(storage: Path) -> tuple[dict[str, dict[str, Any]], dict[str, lis
             parts = [p for p in (_json(pp) for pp in sorted((storage / "part" / mpath.stem).glob("*.json")))
                      if isinstance(p, dict)]
             messages[sid].append((info, parts))
-    return infos, messages
+    return infos, messages, {}
 
 
 def _is_turn(parts: list[dict[str, Any]]) -> bool:
@@ -123,6 +153,39 @@ def _calls(messages: list[Message]) -> tuple[int, int]:
     return calls, errors
 
 
+def _entry_figures(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """turns, tool calls, failed calls and tokens of a 2.x session's own records."""
+    turns = calls = errors = 0
+    tokens = [0, 0, 0, 0]
+    for r in records:
+        kind = r.get("type")
+        if kind == "user":
+            text = r.get("text")
+            if (isinstance(text, str) and text.strip()) or (isinstance(r.get("files"), list) and r["files"]):
+                turns += 1
+        if kind in ("assistant", "compaction") and isinstance(r.get("tokens"), dict):
+            t = r["tokens"]
+            cache = t.get("cache") if isinstance(t.get("cache"), dict) else {}
+            row = [t.get("input") or 0, (t.get("output") or 0) + (t.get("reasoning") or 0),
+                   cache.get("read") or 0, cache.get("write") or 0]
+            tokens = [a + b for a, b in zip(tokens, row)]
+        if kind != "assistant" or not isinstance(r.get("content"), list):
+            continue
+        for item in r["content"]:
+            if not isinstance(item, dict) or item.get("type") != "tool":
+                continue
+            calls += 1
+            state = item.get("state") if isinstance(item.get("state"), dict) else {}
+            meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+            exit_code = meta.get("exit")
+            completed = state.get("status") == "completed"
+            if state.get("status") == "error" or (completed and meta.get("error") is True) or (
+                    completed and item.get("name") == "shell" and isinstance(exit_code, int)
+                    and not isinstance(exit_code, bool) and exit_code != 0):
+                errors += 1
+    return {"turns": turns, "tool_calls": calls, "errors": errors, "tokens": tokens}
+
+
 def count_dir(root: Path) -> dict[str, Any]:
     """{"sessions": {id: {...}}, "totals": {...}} for an opencode data folder."""
     stores = [_db_store(db) for db in sorted(root.glob("opencode*.db"), key=lambda p: p.name != "opencode.db")]
@@ -130,31 +193,40 @@ def count_dir(root: Path) -> dict[str, Any]:
         stores.append(_file_store(root / "storage"))
     sessions: dict[str, dict[str, Any]] = {}
     seen: set[str] = set()
-    for infos, messages in stores:
+    for infos, messages, records in stores:
         infos = {k: v for k, v in infos.items() if k not in seen}
         seen.update(infos)
         children: dict[str, list[str]] = {}
         for sid, info in infos.items():
             if info.get("parentID") in infos:
                 children.setdefault(info["parentID"], []).append(sid)
-        for sid, info in infos.items():
-            if info.get("parentID") in infos or not messages.get(sid):
-                continue
-            own = messages[sid]
+
+        def figures(sid: str) -> dict[str, Any]:
+            if sid in records:
+                return _entry_figures(records[sid])
+            own = messages.get(sid, [])
             tokens = [0, 0, 0, 0]
             for m_info, parts in own:
                 if m_info.get("role") == "assistant":
                     tokens = [a + b for a, b in zip(tokens, _tokens(m_info, parts))]
             calls, errors = _calls(own)
+            turns = sum(1 for m_info, parts in own if m_info.get("role") == "user" and _is_turn(parts))
+            return {"turns": turns, "tool_calls": calls, "errors": errors, "tokens": tokens}
+
+        for sid, info in infos.items():
+            if info.get("parentID") in infos or not (records.get(sid) or messages.get(sid)):
+                continue
+            own = figures(sid)
+            tokens = own["tokens"]
             descendants, stack = [], list(children.get(sid, []))
             while stack:
                 child = stack.pop()
                 descendants.append(child)
                 stack.extend(children.get(child, []))
-            sub_calls = sum(_calls(messages.get(c, []))[0] for c in descendants)
+            sub_calls = sum(figures(c)["tool_calls"] for c in descendants)
             sessions[sid] = {
-                "turns": sum(1 for m_info, parts in own if m_info.get("role") == "user" and _is_turn(parts)),
-                "tool_calls": calls, "errors": errors,
+                "turns": own["turns"],
+                "tool_calls": own["tool_calls"], "errors": own["errors"],
                 "input_tokens": tokens[0], "output_tokens": tokens[1],
                 "cache_read_tokens": tokens[2], "cache_creation_tokens": tokens[3],
                 "subagents": len(descendants), "subagent_tool_calls": sub_calls,

@@ -18,9 +18,27 @@ How opencode's records map onto the turn model:
   `summary.body` opencode wrote for a user message (older releases) is a recap of its turn.
 * A session whose `parentID` is set is a subagent run (the `task` tool's child session, named
   in the call's `metadata.sessionId`): a `Subagent` of its parent, not a session of its own.
+
+OpenCode 2.x records (`RawSession.entries`, one per `session_message` row, by `seq`):
+* `user` with non-blank `text` (else attached `files`) starts a turn; `assistant` is one model
+  step: its `content` parts inline (`text`, `reasoning`, `tool`), its `tokens` once, its
+  `error` (a step that failed) an error event of the turn. The tool parts of one step are a
+  parallel batch. A `tool` part holds call and result (`state.status` `streaming`, `running`,
+  `completed` with `content[]`, `error` with `error.message`); a completed call whose
+  `metadata.error` is true (code mode's `execute` returning the error it caught) failed, as
+  does a completed `shell` call with a non-zero `metadata.exit`.
+* `shell` (a command the user ran with `!`) is a command output of the running turn, not a
+  prompt nor a tool call; `compaction` (`completed`) compacts the running turn, its `summary`
+  the compaction summary, its `tokens` the summarising response; `idle` ends a turn (outcome
+  `interrupted`: the turn was interrupted); `synthetic` (text opencode added for the model),
+  `agent-switched`, `model-switched`, `system`, `skill` and `location-switched` are not part
+  of the conversation.
+* The `subagent` tool starts a child session (`metadata.sessionID`, `input.agent`).
 """
 from __future__ import annotations
 
+import ntpath
+import posixpath
 import re
 from datetime import datetime, timezone
 from typing import Any
@@ -46,11 +64,18 @@ from jacked.sources.paths import repo_name_of
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever what `build_session` returns changes: every opencode session is read again.
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish", "patch", "snapshot", "file",
                         "agent", "compaction", "subtask", "retry"})
+# OpenCode 2.x: the record types of `session_message`, and the parts of an assistant record.
+ENTRY_TYPES = frozenset({"user", "assistant", "shell", "synthetic", "compaction", "idle", "agent-switched",
+                         "model-switched", "system", "skill", "location-switched"})
+CONTENT_TYPES = frozenset({"text", "reasoning", "tool"})
+TASK_TOOLS = AGENT_TOOLS | {"subagent"}  # 2.x names opencode's task tool `subagent`
+FILE_TOOLS = READ_TOOLS | WRITE_TOOLS | EDIT_TOOLS
+MAX_EVENT_CHARS = 1000
 # The title opencode gives a session until its title agent names it: not a title of its own.
 DEFAULT_TITLE = re.compile(r"^(?:New session|Child session) - \d{4}-\d{2}-\d{2}T")
 SUBAGENT_TITLE = re.compile(r"^(.*) \(@([^()]+) subagent\)\s*$", re.S)
@@ -108,7 +133,8 @@ def _created_diff(body: str) -> str:
 class SessionBuilder:
     """Builds the turns of one session (or one subagent session) from its messages, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, directory: str | None = None) -> None:
+        self.directory = directory  # the session's folder: 2.x tools name files relative to it
         self.turns: list[Turn] = []
         self.cur: Turn | None = None
         self.texts: list[TextUnit] = []
@@ -260,7 +286,7 @@ class SessionBuilder:
             turn.compacted = True
             self.texts.append(TextUnit("compact_summary", "\n".join(summary)[:MAX_TEXT_CHARS], ts, turn.index))
 
-    def _tool(self, turn: Turn, p: dict[str, Any], call: LlmCall, ts: str | None) -> None:
+    def _tool(self, turn: Turn, p: dict[str, Any], call: LlmCall, ts: str | None) -> Invocation:
         name = _str(p.get("tool")) or "?"
         state = _dict(p.get("state"))
         inp = _dict(state.get("input"))
@@ -283,9 +309,9 @@ class SessionBuilder:
             inv.command = inp["command"]
         if _str(inp.get("description")):
             inv.description = short(inp["description"], 300)
-        if name in AGENT_TOOLS:
-            inv.subagent_type = _str(inp.get("subagent_type"))
-            inv.agent_id = _str(meta.get("sessionId"))
+        if name in TASK_TOOLS:
+            inv.subagent_type = _str(inp.get("subagent_type")) or _str(inp.get("agent"))
+            inv.agent_id = _str(meta.get("sessionId")) or _str(meta.get("sessionID"))
         status = state.get("status")
         text = ""
         if status == "completed":
@@ -305,6 +331,134 @@ class SessionBuilder:
             if not inv.is_error and (name in EDIT_TOOLS or name in WRITE_TOOLS):
                 _file_change(inv, inp, meta)
         turn.invocations.append(inv)
+        return inv
+
+    # ------------------------------------------------------------------ OpenCode 2.x records
+    def feed_entry(self, entry: dict[str, Any]) -> None:
+        """One `session_message` record (its `data`, with the row's `id` and `type`)."""
+        kind = entry.get("type")
+        if kind == "user":
+            self.messages += 1
+            self._entry_user(entry)
+        elif kind == "assistant":
+            self.messages += 1
+            self._entry_assistant(entry)
+        elif kind == "shell":
+            self.messages += 1
+            self._entry_shell(entry)
+        elif kind == "compaction":
+            self.messages += 1
+            self._entry_compaction(entry)
+        elif kind == "idle":
+            self._touch(iso(_dict(entry.get("time")).get("created")))
+            if entry.get("outcome") == "interrupted" and self.cur is not None:
+                self.cur.interrupted = True
+        elif kind.__class__ is not str or kind not in ENTRY_TYPES:
+            self.unknown += 1  # kept in the count, never fatal
+
+    def _running_turn(self, ts: str | None) -> Turn:
+        return self.cur if self.cur is not None else self._start_turn(None, ts, None)
+
+    def _entry_user(self, entry: dict[str, Any]) -> None:
+        ts = iso(_dict(entry.get("time")).get("created"))
+        text = entry.get("text")
+        prompt = text if isinstance(text, str) and text.strip() else None
+        if prompt is None:
+            files = entry.get("files")
+            names = [n for f in (files if isinstance(files, list) else []) if isinstance(f, dict)
+                     for n in [_str(f.get("name")) or _str(_dict(f.get("source")).get("path"))] if n]
+            prompt = "\n".join(f"[attached {name}]" for name in names) or None
+        if prompt is not None:
+            self._start_turn(prompt[:MAX_TEXT_CHARS], ts, _str(entry.get("id")))
+        self._touch(ts)
+
+    def _entry_assistant(self, entry: dict[str, Any]) -> None:
+        times = _dict(entry.get("time"))
+        ts = iso(times.get("created"))
+        turn = self._running_turn(ts)
+        self._touch(ts)
+        self._touch(iso(times.get("completed")))
+        mid = str(entry.get("id") or "")
+        model = _str(_dict(entry.get("model")).get("id"))
+        if model is not None:
+            if model not in turn.models:
+                turn.models.append(model)
+            if model not in self.models:
+                self.models.append(model)
+        agent = _str(entry.get("agent"))
+        if agent and agent not in self.agents:
+            self.agents.append(agent)
+        calls: list[LlmCall] = []
+
+        def llm() -> LlmCall:  # the step's one API response
+            if not calls:
+                calls.append(LlmCall(message_id=mid, model=model, timestamp=ts))
+                turn.llm_calls.append(calls[0])
+            return calls[0]
+
+        content = entry.get("content")
+        for p in content if isinstance(content, list) else []:
+            kind = p.get("type") if isinstance(p, dict) else None
+            if kind == "tool":
+                self._entry_tool(turn, p, llm(), ts)
+            elif kind == "text":
+                text = p.get("text")
+                if isinstance(text, str) and text.strip():
+                    turn.assistant_text = self.last_assistant_text = text[:MAX_TEXT_CHARS]
+            elif kind.__class__ is not str or kind not in CONTENT_TYPES:
+                self.unknown += 1
+        if isinstance(entry.get("tokens"), dict):
+            _usage(llm(), entry["tokens"], only_if_any=True)
+        error = entry.get("error")
+        message = _str(error) or _str(_dict(error).get("message")) or _str(_dict(error).get("type"))
+        if message:
+            turn.events.append(TurnEvent("command_output", ts, {"output": short(message, MAX_EVENT_CHARS),
+                                                                "level": "error"}))
+
+    def _entry_tool(self, turn: Turn, p: dict[str, Any], call: LlmCall, ts: str | None) -> None:
+        part = _tool_part(p)
+        inv = self._tool(turn, part, call, ts)
+        if inv.file_path is None and inv.tool_name in FILE_TOOLS:
+            path = _str(_dict(_dict(p.get("state")).get("input")).get("path"))
+            if path and not part["state"]["output"].startswith("Read directory "):
+                inv.file_path = _resolve(path, self.directory)
+
+    def _entry_shell(self, entry: dict[str, Any]) -> None:
+        times = _dict(entry.get("time"))
+        ts = iso(times.get("created"))
+        turn = self._running_turn(ts)
+        command = _str(entry.get("command")) or ""
+        output = _dict(entry.get("output")).get("output")
+        text = strip_ansi(f"$ {command}\n{output if isinstance(output, str) else ''}".strip())
+        exit_code = entry.get("exit")
+        turn.events.append(TurnEvent("command_output", ts, {
+            "output": short(text, MAX_EVENT_CHARS), "command": command,
+            "exit": exit_code if exit_code.__class__ is int else None, "status": _str(entry.get("status"))}))
+        self._touch(ts)
+        self._touch(iso(times.get("completed")))
+
+    def _entry_compaction(self, entry: dict[str, Any]) -> None:
+        ts = iso(_dict(entry.get("time")).get("created"))
+        turn = self._running_turn(ts)
+        self._touch(ts)
+        trigger = entry.get("reason") if entry.get("reason") in ("auto", "manual") else None
+        status = entry.get("status")
+        if status == "completed":
+            turn.compacted = True
+            turn.events.append(TurnEvent("compaction", ts, {"trigger": trigger, "pre_tokens": None}))
+            summary = _str(entry.get("summary"))
+            if summary:
+                self.texts.append(TextUnit("compact_summary", summary[:MAX_TEXT_CHARS], ts, turn.index))
+        elif status == "failed":
+            error = entry.get("error")
+            message = _str(error) or _str(_dict(error).get("message")) or "failed"
+            turn.events.append(TurnEvent("command_output", ts, {
+                "output": short(f"compaction failed: {message}", MAX_EVENT_CHARS), "level": "error"}))
+        if isinstance(entry.get("tokens"), dict):  # the summarising response
+            call = LlmCall(message_id=str(entry.get("id") or ""), model=_str(_dict(entry.get("model")).get("id")),
+                           timestamp=ts)
+            turn.llm_calls.append(call)
+            _usage(call, entry["tokens"], only_if_any=True)
 
     # ------------------------------------------------------------------ results
     def finalize(self) -> list[Turn]:
@@ -325,6 +479,46 @@ def _usage(call: LlmCall, tokens: Any, only_if_any: bool = False) -> None:
         return  # a message still streaming (or aborted before any usage): no response to count
     call.input_tokens, call.output_tokens, call.cache_read_tokens, call.cache_creation_tokens = counts
     call.has_usage = True
+
+
+def _tool_part(p: dict[str, Any]) -> dict[str, Any]:
+    """A 2.x tool part (`id`, `name`, `state.content[]`, `state.error.message`, `time.created`)
+    in the 1.x shape `SessionBuilder._tool` reads."""
+    state = _dict(p.get("state"))
+    status = state.get("status")
+    meta = _dict(state.get("metadata"))
+    texts: list[str] = []
+    content = state.get("content")
+    for item in content if isinstance(content, list) else []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "text" and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+        elif item.get("type") == "file":
+            texts.append(f"[file {_str(item.get('name')) or _str(item.get('uri')) or ''}]")
+    output = "\n".join(texts)
+    error = state.get("error")
+    error_text = _str(error) or _str(_dict(error).get("message")) or _str(_dict(error).get("type")) or ""
+    if status == "streaming":
+        status = "pending"
+    elif status == "completed" and meta.get("error") is True:
+        status, error_text = "error", output  # the call reported its failure as its result
+    elif status == "error" and not error_text:
+        error_text = output
+    inp = state.get("input")
+    times = _dict(p.get("time"))
+    return {"type": "tool", "callID": p.get("id"), "tool": p.get("name"),
+            "state": {"status": status, "input": inp if isinstance(inp, dict) else {}, "output": output,
+                      "error": error_text, "metadata": meta,
+                      "time": {"start": times.get("created"), "end": times.get("completed")}}}
+
+
+def _resolve(path: str, directory: str | None) -> str:
+    """A file a 2.x tool named, relative to the session's folder, as an absolute path."""
+    if not directory:
+        return path
+    flavour = posixpath if directory.startswith("/") else ntpath
+    return path if flavour.isabs(path) else flavour.normpath(flavour.join(directory, path))
 
 
 def _patch_file(name: str, inp: dict[str, Any], meta: dict[str, Any]) -> str | None:
@@ -389,11 +583,8 @@ def _file_change(inv: Invocation, inp: dict[str, Any], meta: dict[str, Any]) -> 
 # ------------------------------------------------------------------ the session
 def build_session(raw: RawSession) -> Session:
     """A session and its subagent sessions (`raw.children`, any depth) as the agent-neutral model."""
-    main = SessionBuilder()
-    for message, parts in raw.messages:
-        main.feed(message, parts)
-    main.finalize()
     info = raw.info
+    main = _built(raw)
     times = _dict(info.get("time"))
     cwd = _str(info.get("directory")) or main.cwd or _str(raw.project.get("worktree"))
     version = _str(info.get("version"))
@@ -414,10 +605,7 @@ def build_session(raw: RawSession) -> Session:
     _collect_calls(main.turns, True, calls, unlinked)
     built: list[tuple[RawSession, SessionBuilder]] = []
     for child in _descendants(raw):
-        builder = SessionBuilder()
-        for message, parts in child.messages:
-            builder.feed(message, parts)
-        builder.finalize()
+        builder = _built(child)
         built.append((child, builder))
         session.lines += child.records
         session.lines_malformed += child.malformed
@@ -432,12 +620,23 @@ def build_session(raw: RawSession) -> Session:
     return session
 
 
+def _built(raw: RawSession) -> SessionBuilder:
+    """A session's turns, from its 1.x messages or its 2.x records."""
+    builder = SessionBuilder(_str(raw.info.get("directory")))
+    for entry in raw.entries:
+        builder.feed_entry(entry)
+    for message, parts in raw.messages:
+        builder.feed(message, parts)
+    builder.finalize()
+    return builder
+
+
 def _collect_calls(turns: list[Turn], main: bool, calls: dict[str, tuple[Invocation, int | None]],
                    unlinked: list[tuple[Invocation, int | None]]) -> None:
     """Task calls by the child session they started (a call in a subagent has no turn of the session)."""
     for turn in turns:
         for inv in turn.invocations:
-            if inv.tool_name in AGENT_TOOLS:
+            if inv.tool_name in TASK_TOOLS:
                 entry = (inv, turn.index if main else None)
                 if inv.agent_id is None:
                     unlinked.append(entry)

@@ -1,11 +1,13 @@
 """opencode (sst/opencode) as a transcript source: its sessions under `$XDG_DATA_HOME/opencode`
-(default `~/.local/share/opencode`), in its SQLite database (`opencode.db`, newer releases) or its
-JSON store (`storage/`, older ones); see `jacked.sources.opencode.store`.
+(default `~/.local/share/opencode`), in its SQLite database (`opencode.db`: the 1.x tables, and
+the 2.x ones, `session_v2` and `session_message`) or its JSON store (`storage/`, older
+releases); see `jacked.sources.opencode.store` and `jacked.sources.opencode.db`.
 
 A session is found with its subagent sessions (those whose `parentID` leads to it) and read
 whole, with them, whenever its fingerprint changes: for the JSON store the name, size and mtime
 of every file, for the database each session's `time_updated` with the count and newest
-`time_updated` of its messages and parts (so an unchanged session is not read at all).
+`time_updated` of its messages and parts (2.x: of its records), so an unchanged session is not
+read at all.
 """
 from __future__ import annotations
 

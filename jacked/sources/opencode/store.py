@@ -13,9 +13,15 @@ The SQLite store (`<data dir>/opencode.db`, `opencode-<channel>.db` for other ch
 column), read by `jacked.sources.opencode.db`. opencode migrates the JSON store into the
 database once and may leave the files: a session found in a database is not read again from them.
 
+OpenCode 2.x keeps a session's conversation in another shape, in the same database: table
+`session_v2` (the session, one column per field) and `session_message` (one row per record:
+`type` `user`, `assistant` (one model step, its parts inline), `shell`, `compaction`, `idle`, ...,
+ordered by `seq`, the record's JSON in `data`). The older tables stay beside them.
+
 Records come back as `RawSession`s, plain dicts as opencode wrote them, ordered as opencode
-orders them (messages and parts by id, which opencode makes ascending in time); `build` turns
-them into the agent-neutral model. A record that does not decode is counted, never fatal.
+orders them (messages and parts by id, which opencode makes ascending in time; 2.x records by
+`seq`); `build` turns them into the agent-neutral model. A record that does not decode is
+counted, never fatal.
 """
 from __future__ import annotations
 
@@ -39,6 +45,9 @@ class RawSession:
     location: str  # the session file, or `<db>#<id>`
     info: dict[str, Any] = field(default_factory=dict)
     messages: list[tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=list)
+    # OpenCode 2.x: the session's `session_message` records in `seq` order, each its `data` with
+    # the row's `id` and `type` (a session has either these or `messages`)
+    entries: list[dict[str, Any]] = field(default_factory=list)
     project: dict[str, Any] = field(default_factory=dict)  # worktree, vcs (when known)
     records: int = 0  # records read: the session, its messages and parts
     malformed: int = 0  # records that do not decode to an object
