@@ -211,11 +211,12 @@ def evaluate(out: Path) -> dict[str, Any]:
             a["mismatches"].append(f"{sid[:8]}: {e}")
             continue
         got = [t for t in got if t.get("prompt") is not None and t.get("turn_index", t.get("index", 1)) >= 1]
-        # A planted secret reads as jacked's redaction mark: the one difference allowed.
-        seen = [{"prompt": _MARK.sub("<secret>", t["prompt"]), "calls": t["metrics"]["tool_call_count"],
+        seen = [{"prompt": t["prompt"], "calls": t["metrics"]["tool_call_count"],
                  "errors": t["metrics"]["tool_error_count"]} for t in got]
-        wanted = [dict(w, prompt=_hide(w["prompt"], want.get("secrets") or [])) for w in want["turns"]]
-        if seen == wanted:
+        if len(seen) == len(want["turns"]) and all(
+                s["calls"] == w["calls"] and s["errors"] == w["errors"]
+                and _same_prompt(w["prompt"], s["prompt"], want.get("secrets") or [])
+                for s, w in zip(seen, want["turns"])):
             a["turns_exact"] += 1
         elif len(a["mismatches"]) < 5:
             a["mismatches"].append(f"{sid[:8]}: {len(seen)} turns vs {len(want['turns'])}")
@@ -243,13 +244,17 @@ def evaluate(out: Path) -> dict[str, Any]:
     return dict(per)
 
 
-_MARK = re.compile(r"\[REDACTED:[a-z_]+\]")
-
-
-def _hide(text: str, secrets: list[str]) -> str:
+def _same_prompt(want: str, seen: str, secrets: list[str]) -> bool:
+    """The prompt as typed, but for planted secrets: where one stood, jacked shows a redaction mark
+    (maybe with part of it, e.g. a URL around its password) — the one difference allowed."""
+    if want == seen:
+        return True
+    pattern, rest = "", want
     for s in secrets:
-        text = text.replace(s, "<secret>")
-    return text
+        if s in rest:
+            before, _, rest = rest.partition(s)
+            pattern += re.escape(before) + r".*?\[REDACTED:[a-z_]+\].*?"
+    return bool(pattern) and re.fullmatch(pattern + re.escape(rest), seen, re.S) is not None
 
 
 def main() -> None:

@@ -398,18 +398,22 @@ def test_trigger_search_equals_the_plain_finds() -> None:
         pytest.skip("ahocorasick-rs is not installed: only the plain finds run")
     secrets = [GHP, ANT, OAI, OAI_LEGACY, AWS_ID, AWS_STS, SLACK, GLPAT, GH_PAT, JWT, OPENSSH, RSA,
                "password=hunter2x", "postgres://u:Pw0rd!x@db/x", "api_key: 'Zx81kk2l0Q'", "secret_token=abc123XYZ"]
-    buffers = [s.encode() for s in secrets] + [("\0".join(secrets)).lower().encode()] + _real_transcript_bytes()
+    buffers = [s.encode() for s in secrets] + [("\0".join(secrets)).lower().encode(),
+                                                ("\0".join(secrets)).upper().encode()] + _real_transcript_bytes()
     for buf in buffers:
-        low = buf.lower()
-        assert sorted(redact_mod._hits_by_automaton(low)) == sorted(redact_mod._hits_by_find(low))
-    found = sum(len(redact_mod._hits_by_find(b.lower())) for b in buffers)
+        assert sorted(redact_mod._hits_by_automaton(buf)) == sorted(redact_mod._hits_by_find(buf))
+    found = sum(len(redact_mod._hits_by_find(b)) for b in buffers)
     assert found > 1000  # the fixtures hold plenty of triggers (`token`, `://`, ...)
 
 
 def test_fallback_redacts_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = [b.decode("utf-8", "surrogateescape") for b in _real_transcript_bytes()[:40]]
     texts += [f"export DB_PASSWORD={AWS_SECRET}\n{SLACK} {JWT}", OPENSSH, f"see https://x:{OAI}@h.io {GHP}"]
+    texts += [f"bare {'Zx8Kq2Lm9Np4Rt7Vw1Yb3Cd6Fg0Hj5'} and urlsafe {'dKX3PVCXfBm0zG9saIYMW-zxg7FzpWBZXc_in6jN'}"]
     fast = [redact(t) for t in texts]
     monkeypatch.setattr(redact_mod, "_trigger_hits", redact_mod._hits_by_find)
+    monkeypatch.setattr(redact_mod, "_bare_runs", [redact_mod._runs_by_find(n) for n in redact_mod._BARE_NEEDLES])
+    monkeypatch.setattr(redact_mod, "_bare_inner_runs",
+                        [redact_mod._runs_by_find(n) for n in redact_mod._BARE_INNER_NEEDLES])
     assert [redact(t) for t in texts] == fast
     assert sum(f.count(MARK_PREFIX) for f in fast) >= 6

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from jacked.sources.redact import redact
+from jacked.sources.redact import redact, redact_obj
 from jacked.util.time import parse_ts
 from jacked.sources.claude.discover import SubagentFile, repo_name_of
 from jacked.sources.model import AGENT_TOOLS, Session, Subagent, TextUnit, Turn
@@ -42,14 +42,15 @@ EXTRA = "_jacked"  # the key under which `subagent_meta` adds what jacked found 
 
 
 def read_meta(path: Path | None) -> dict[str, Any]:
-    """A subagent's `.meta.json`, or {} when it is missing or unreadable."""
+    """A subagent's `.meta.json`, redacted (its `description`, `agentType`, names reach the
+    catalog), or {} when it is missing or unreadable."""
     if path is None:
         return {}
     try:
         data = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return redact_obj(data) if isinstance(data, dict) else {}
 
 
 def subagent_meta(sf: SubagentFile) -> dict[str, Any]:
