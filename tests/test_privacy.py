@@ -208,3 +208,47 @@ def test_a_session_written_again_after_being_forgotten_stays_out(tmp_path: Path)
     report = Scanner(catalog, claude).scan()
     assert report.sessions_forgotten == 1 and catalog.get_session_row(SID) is None
     assert not catalog.db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+
+
+# --------------------------------------------------------------------------- <private> spans
+def test_private_spans_never_reach_the_catalog_or_the_index(tmp_path: Path, dense_embedder: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`<private>…</private>` in a prompt, a tool output and another agent's session: dropped before
+    storage (the archive keeps the raw transcript, by design: it is left out of the grep)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "agents"))
+    import write_gemini  # noqa: PLC0415 (the writers live with the tests)
+
+    claude = tmp_path / "claude"
+    records = [prompt("plan the ocelot rollout <private>my salary is ninety quetzals</private> for tomorrow", t=0),
+               assistant("msg_p1", {"type": "tool_use", "id": "toolu_p1", "name": "Bash",
+                                    "input": {"command": "cat notes.txt"}}, t=1),
+               {"type": "user", "timestamp": "2025-01-01T00:00:02Z", "sessionId": SID, "uuid": "u-res",
+                "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_p1",
+                            "content": "notes\n<PRIVATE>door code 4711-zebu</PRIVATE>\nend"}]}},
+               assistant("msg_p2", text("done with the ocelot rollout"), t=3)]
+    for r in records:
+        r["sessionId"] = SID
+    claude_dir_with(claude, records, sid=SID)
+    gemini_home = tmp_path / "gemini-home"
+    spec = {"session_id": "9f1c2d3e-0000-4000-8000-00000000abcd", "cwd": "/home/dev/projects/demo",
+            "started_at": "2025-01-02T00:00:00.000Z", "model": "gemini-2.5-pro", "title": None,
+            "turns": [{"prompt": "tune the lynx cache <private>the launch date is the ides of march</private>",
+                       "at": "2025-01-02T00:00:00.000Z", "assistant": "tuned the lynx cache", "input_tokens": 10,
+                       "output_tokens": 5, "calls": []}]}
+    write_gemini.write_session(gemini_home / ".gemini", spec)
+    home = tmp_path / "home"
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(gemini_home))
+    settings = load_settings(claude, jacked_home=str(home), user_name="ada")
+    Indexer(settings).backfill()
+    catalog = Catalog(settings.catalog_path)
+    try:
+        prompts = [r[0] for r in catalog.db.execute("SELECT prompt FROM turns WHERE prompt IS NOT NULL")]
+    finally:
+        catalog.close()
+    assert any("ocelot rollout [private] for tomorrow" in p for p in prompts)
+    assert any("lynx cache [private]" in p for p in prompts)
+    hidden = ("ninety quetzals", "4711-zebu", "ides of march")
+    found = grep_home(home, hidden + ("ocelot rollout", "lynx cache"))
+    for needle in hidden:
+        assert [f for f in found[needle] if not f.startswith("archive")] == [], needle
+    assert found["ocelot rollout"] and found["lynx cache"]  # the rest of both sessions is kept
