@@ -30,3 +30,45 @@ def test_jacked_home_is_owner_only_under_umask_022(tmp_path: Path) -> None:
     home.chmod(0o755)
     Catalog(home / "catalog.db").db.close()
     assert home.stat().st_mode & 0o777 == 0o700 and (home / "catalog.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_issue_find_finds_nothing_after_backfill_search_and_hook(tmp_path: Path) -> None:
+    """Issue 14's check, literally: with umask 022, `find JACKED_HOME ! -perm -u=rw -o -perm /077`
+    after a backfill (catalog, archive, model folder, index), a search and a hook run finds nothing;
+    and a home an older jacked left loose deeper down (an index file 0644, a symlinked model) is
+    fixed on the next run."""
+    claude = tmp_path / "claude"
+    project = "-src-experiments-claude_p"
+    shutil.copytree(REAL / "projects" / project, claude / "projects" / project)
+    home = tmp_path / "home"
+    env = {"CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(home), "JACKED_USER_NAME": "ada",
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "JACKED_HOOK_SYNC": "1"}
+
+    def jacked(*args: str, stdin: str = "") -> None:
+        code = (f"import os, sys; os.umask(0o022); sys.argv = ['jacked', *{list(args)!r}]; "
+                "from jacked.surfaces.cli.entry import run; run()")
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, input=stdin, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+
+    def loose() -> list[str]:
+        found = subprocess.run(["find", str(home), "!", "-perm", "-u=rw", "-o", "-perm", "/077"],
+                               capture_output=True, text=True, check=True).stdout.split()
+        return found
+
+    jacked("backfill")
+    jacked("search", "compaction", "--json")
+    transcript = next((claude / "projects" / project).glob("*.jsonl"))
+    jacked("index", "--hook", stdin='{"transcript_path": "%s"}' % transcript)
+    assert (home / "index").is_dir() and (home / "models").is_dir() and (home / "archive").is_dir()
+    assert loose() == []
+    # what an older jacked left: a loose index file and a model linked into site-packages
+    index_json = next((home / "index").glob("*.json"))
+    index_json.chmod(0o644)
+    model = next((home / "models").glob("*/model.onnx"))
+    target = model.with_name("elsewhere.onnx")
+    model.replace(target)
+    model.symlink_to(target)
+    (home / ".owner-only").unlink()
+    jacked("search", "compaction", "--json")
+    assert loose() == [] and not model.is_symlink()

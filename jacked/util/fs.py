@@ -47,7 +47,23 @@ def make_private(directory: Path) -> None:
     """
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     for path in (directory, *directory.iterdir()):
+        _tighten(path)
+    marker = directory / OWNER_ONLY_MARKER
+    if not marker.exists():
+        # Once per home: files an older jacked left deeper down with group or other bits (an index
+        # file written 0644, say) are tightened too; afterwards the top level is enough.
+        for root, dirs, files in os.walk(directory):
+            for name in (*dirs, *files):
+                _tighten(Path(root, name))
         with suppress(OSError):
-            st = path.lstat()
-            if st.st_uid == os.getuid() and not path.is_symlink() and st.st_mode & 0o077:
-                path.chmod(st.st_mode & 0o700)
+            marker.touch(mode=0o600)
+
+
+OWNER_ONLY_MARKER = ".owner-only"
+
+
+def _tighten(path: Path) -> None:
+    with suppress(OSError):
+        st = path.lstat()
+        if st.st_uid == os.getuid() and not path.is_symlink() and st.st_mode & 0o077:
+            path.chmod(st.st_mode & 0o700)

@@ -848,4 +848,4 @@ def _alive(pid: int) -> bool:
 
 def _atomic_write_json(path: Path, data: Any) -> None:
     """Write JSON whole or not at all, fsynced: readers never see half a file."""
-    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"), mode=0o644, fsync=True)
+    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"), mode=0o600, fsync=True)
