@@ -433,16 +433,8 @@ def test_2x_records_of_any_shape_never_raise() -> None:
     with DbStore(REAL2 / "opencode.db") as store:
         base = store.read(TUI)
         base.children.append(store.read("ses_f34a2e95bffethLCcvMT6BjIMA"))
-    values = [None, 0, -1, 1.5, float("nan"), True, "", "x", [], [1, "a"], {}, {"a": 1}, 10**30]
     rng = random.Random(11)
-
-    def mutate(obj: Any) -> None:
-        if isinstance(obj, (dict, list)) and obj:
-            key = rng.choice(list(obj)) if isinstance(obj, dict) else rng.randrange(len(obj))
-            if rng.random() < 0.3:
-                obj[key] = rng.choice(values)
-            else:
-                mutate(obj[key])
+    mutate = _mutator(rng)
 
     for _ in range(300):
         raw = copy.deepcopy(base)
@@ -509,16 +501,8 @@ def test_records_of_any_shape_never_raise() -> None:
 
     storage = HAND / "storage"
     base = FileStore(storage).read("ses_hand_main", next(storage.glob("session/*/ses_hand_main.json")))
-    values = [None, 0, -1, 1.5, float("nan"), float("inf"), True, "", "x", [], [1, "a"], {}, {"a": 1}, 10**30]
     rng = random.Random(7)
-
-    def mutate(obj: Any) -> None:
-        if isinstance(obj, (dict, list)) and obj:
-            key = rng.choice(list(obj)) if isinstance(obj, dict) else rng.randrange(len(obj))
-            if rng.random() < 0.3:
-                obj[key] = rng.choice(values)
-            else:
-                mutate(obj[key])
+    mutate = _mutator(rng)
 
     for _ in range(400):
         raw = copy.deepcopy(base)
@@ -730,3 +714,19 @@ def test_strip_jsonc_leaves_strings_alone() -> None:
     text = '{"url": "http://a//b", "s": "/* no */", "q": "\\"//\\"", /* c */ "a": [1, 2,],}'
     plain, commented = strip_jsonc(text)
     assert commented and json.loads(plain) == {"url": "http://a//b", "s": "/* no */", "q": '"//"', "a": [1, 2]}
+
+
+_ODD_VALUES = [None, 0, -1, 1.5, float("nan"), float("inf"), True, "", "x", [], [1, "a"], {}, {"a": 1}, 10**30]
+
+
+def _mutator(rng: random.Random) -> Any:
+    """A function that puts an odd value somewhere deep in a record (in place)."""
+    def mutate(obj: Any) -> None:
+        if isinstance(obj, (dict, list)) and obj:
+            key = rng.choice(list(obj)) if isinstance(obj, dict) else rng.randrange(len(obj))
+            if rng.random() < 0.3:
+                obj[key] = rng.choice(_ODD_VALUES)
+            else:
+                mutate(obj[key])
+    return mutate
+
