@@ -166,8 +166,9 @@ def test_scope_turns_finds_a_turn_from_a_paraphrase(indexed: Any) -> None:
     res = search_many(indexed, [query], SearchOptions(scope="turns", limit=3))[0]["results"]
     assert res[0]["session_id"] == DEEP
     assert 6 in {m["turn_index"] for m in res[0]["matches"]}
+    # the turns layer: prompts, answers, turn summaries, and the decisions taken in a turn
     assert {m["content_type"] for r in res for m in r["matches"]} <= {"turn_summary", "user_message",
-                                                                       "assistant_response"}
+                                                                       "assistant_response", "decision"}
     only = search_many(indexed, [query], SearchOptions(scope="turns", types=["turn_summary"], limit=3))[0]
     assert only["results"][0]["session_id"] == DEEP and only["results"][0]["matches"][0]["turn_index"] == 6
 
