@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -374,11 +374,15 @@ class Jacked:
 
     def export(self, refs: list[str] | None = None) -> list[dict[str, Any]]:
         """One object per session (of `refs`, or all): the `sessions` fields plus its turns."""
-        from jacked.query.history import export_rows
+        return list(self.export_iter(refs))
+
+    def export_iter(self, refs: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """`export`, one session at a time (refs are resolved first: a bad one fails before any output)."""
+        from jacked.query.history import iter_export_rows
 
         if not refs:
-            return export_rows(self.fresh(), None)
-        return export_rows(*self.sessions_of(refs))
+            return iter_export_rows(self.fresh(), None)
+        return iter_export_rows(*self.sessions_of(refs))
 
     def timeline(self, query: Any, session: str | None = None) -> list[dict[str, Any]]:
         """Events of a session or a repo (`query`: a `TimelineQuery`). `session`: an id, prefix or

@@ -16,6 +16,16 @@ ui        `jacked ui` on a generated 1,000-session catalog: the session list and
           HTTP (goal: each under 300 ms).
 hook      `jacked index --hook` after a one-turn append, median wall time with process start
           (goal <= 0.5 s), beside the bare `python -c pass` start time.
+scale     generated corpora of `--sizes` sessions (1000,3000 by default; add 10000 for the full
+          run), built once and cached in `--cache` (/tmp/jacked-bench-cache), files dated by their
+          sessions, a unique phrase planted in the oldest session. For each size: cold backfill ÷
+          the bare model on the same texts (goal <= 1.3; wall and CPU time), when the planted
+          phrase became findable (goal: within 60 s of the start); peak RSS of the backfill, of a
+          cold `jacked search`, of `jacked index --hook`, of `jacked mcp` after 100 calls (goal:
+          within 10 % of the first size; search <= 300 MB and <= 1.0 s); search p50/p95 in one
+          process (goal <= 20 ms) with recall@5 / MRR of the bank's queries; index, catalog and
+          archive on disk per session; unchanged re-run time. `--code DIR` runs another checkout
+          of `jacked/` (e.g. `git archive REV jacked | tar -x -C DIR`) for before/after figures.
 """
 from __future__ import annotations
 
@@ -430,17 +440,398 @@ def bench_ui(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str, f
             "ui_session_max_ms": worst * 1000}
 
 
+# ---------------------------------------------------------------------------------------------
+# scale (issue 15): a year of heavy use
+# ---------------------------------------------------------------------------------------------
+
+OPTS: dict[str, object] = {"sizes": "1000,3000", "cache": Path(tempfile.gettempdir()) / "jacked-bench-cache",
+                           "code": None}
+# Planted in the oldest session of every scale corpus: words no generated session has.
+PLANTED = "the ultramarine quokka tessellation broke the zephyrine 7431 build"
+BARE_SAMPLE = 3000  # texts the bare model embeds (a random sample, scaled to all of them)
+MCP_CALLS = 100
+# Every process of the scale bench runs outside the repository: `python -c` puts its working folder
+# first on sys.path, which would import the repository's jacked/ whatever `--code` says.
+_CWD = tempfile.gettempdir()
+
+
+def scale_corpus(sessions: int, seed: int = 1) -> tuple[Path, dict[str, str]]:
+    """A generated Claude directory of `sessions` (public bank), cached: each file dated by its
+    session's last line (as Claude Code's are), and `PLANTED` appended as a prompt to the oldest
+    session. Returns the folder and {session_id, phrase} of the planted session."""
+    import json
+    import os
+    import subprocess
+    import uuid
+    from datetime import datetime
+
+    out = Path(OPTS["cache"]) / f"corpus-{sessions}-{seed}"  # type: ignore[arg-type]
+    marker = out / ".jacked-bench.json"
+    if marker.exists():
+        return out, json.loads(marker.read_text())
+    if not (out / "truth.json").exists():
+        gen = ROOT.parent / "shared" / "tools" / "gen_corpus.py"
+        subprocess.run([sys.executable, str(gen), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed),
+                        "--bank", "public"], check=True, capture_output=True, cwd=_CWD)
+    truth = json.loads((out / "truth.json").read_text())
+
+    def epoch(stamp: str) -> float:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+    oldest = min((s for s in truth["sessions"] if not s["malformed_lines"] and s.get("ended_at")),
+                 key=lambda s: s["started_at"])
+    main = out / oldest["file"]
+    lines = main.read_text().splitlines()
+    records = [json.loads(ln) for ln in lines if ln.strip().startswith("{")]
+    user = next(r for r in records if r.get("type") == "user" and isinstance((r.get("message") or {}).get("content"), str))
+    last_uuid = next(r["uuid"] for r in reversed(records) if r.get("uuid"))
+    planted = dict(user, uuid=str(uuid.uuid4()), parentUuid=last_uuid, timestamp=oldest["ended_at"],
+                   message={"role": "user", "content": PLANTED})
+    planted.pop("promptId", None)
+    if PLANTED not in main.read_text():  # (a build stopped before its marker was written)
+        with main.open("a") as fh:
+            fh.write(json.dumps(planted) + "\n")
+    for s in truth["sessions"]:
+        stamp = s.get("ended_at") or s.get("started_at")
+        if not stamp:
+            continue
+        when = epoch(stamp)
+        for rel in [s["file"]] + [a["file"] for a in s.get("subagents") or []]:
+            if (out / rel).exists():
+                os.utime(out / rel, (when, when))
+    info = {"session_id": oldest["session_id"], "phrase": PLANTED}
+    marker.write_text(json.dumps(info))
+    return out, info
+
+
+def _scale_env(claude: Path, home: Path) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
+    empty = home.parent / "no-agents"
+    for d in ("codex", "gemini", "xdg"):
+        (empty / d).mkdir(parents=True, exist_ok=True)
+    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), JACKED_USER_NAME="bench",
+               CODEX_HOME=str(empty / "codex"), GEMINI_CLI_HOME=str(empty / "gemini"), XDG_DATA_HOME=str(empty / "xdg"))
+    if OPTS["code"]:
+        env["PYTHONPATH"] = str(OPTS["code"])
+    return env
+
+
+_JACKED = [sys.executable, "-c", "import sys; from jacked.surfaces.cli.entry import run; sys.argv[0] = 'jacked'; run()"]
+
+
+def _measured(cmd: list[str], env: dict[str, str], stdin: str | None = None,
+              timeout: float | None = None) -> tuple[float, float, float, str]:
+    """(wall s, CPU s of the process tree, peak RSS MB of the largest process, stdout) of a command."""
+    import json
+    import subprocess
+
+    code = ("import json,resource,subprocess,sys,time;t=time.perf_counter();"
+            "p=subprocess.run(sys.argv[2:],input=sys.argv[1] or None,capture_output=True,text=True);"
+            "r=resource.getrusage(resource.RUSAGE_CHILDREN);"
+            "print(json.dumps([time.perf_counter()-t,r.ru_utime+r.ru_stime,r.ru_maxrss/1024,p.returncode,p.stdout,"
+            "p.stderr[-2000:]]))")
+    out = subprocess.run([sys.executable, "-c", code, stdin or ""] + cmd, capture_output=True, text=True, env=env,
+                         timeout=timeout, check=True, cwd=_CWD)
+    wall, cpu, mb, rc, stdout, stderr = json.loads(out.stdout)
+    if rc != 0:
+        raise RuntimeError(f"{' '.join(cmd[-3:])} failed ({rc}): {stderr}")
+    return wall, cpu, mb, stdout
+
+
+def _du(path: Path) -> int:
+    """Bytes `path` takes on disk (allocated blocks: the shard preallocates sparse files)."""
+    if path.is_file():
+        return path.stat().st_blocks * 512
+    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+_PROBE = """
+import json, sys, time
+from jacked.config import load_settings
+from jacked.query.search import SearchOptions, search_many
+out = search_many(load_settings(None), [sys.argv[1]], SearchOptions(limit=3))[0]
+print(json.dumps([r["session_id"] for r in out["results"]]))
+"""
+
+
+def _backfill_with_probe(claude: Path, home: Path, planted: dict[str, str]) -> dict[str, float]:
+    """A cold `jacked backfill` (wall, CPU, peak RSS), with a search for the planted phrase every few
+    seconds from other processes until it finds the oldest session: when that first happened."""
+    import json
+    import subprocess
+    import threading
+
+    env = _scale_env(claude, home)
+    found: dict[str, float] = {}
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def probe() -> None:
+        while not stop.is_set():
+            stop.wait(5.0)
+            if stop.is_set() or not (home / "index" / "shard").exists():
+                continue
+            try:
+                # Quoted: a search for these exact words (what a user pastes), answered by the lexical leg.
+                out = subprocess.run([sys.executable, "-c", _PROBE, f'"{planted["phrase"]}"'], env=env,
+                                     capture_output=True, text=True, timeout=300, cwd=_CWD)
+                ids = json.loads(out.stdout) if out.returncode == 0 else []
+            except (subprocess.TimeoutExpired, ValueError):
+                ids = []
+            if ids and ids[0] == planted["session_id"]:
+                found["seconds"] = time.perf_counter() - t0
+                return
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    try:
+        wall, cpu, mb, stdout = _measured(_JACKED + ["backfill", "--json"], env)
+    finally:
+        stop.set()
+        thread.join(timeout=330)
+    report = json.loads(stdout)
+    return {"wall": wall, "cpu": cpu, "rss": mb, "found_s": found.get("seconds", float("nan")),
+            "points": report["points_written"], "texts": report["texts_embedded"], "errors": len(report["errors"])}
+
+
+_TEXTS = """
+import json, random, sys
+from jacked.config import load_settings
+from jacked.index.content_types import DENSE_TYPES
+from jacked.index.indexer import Indexer
+from jacked.index.store import SearchFilter
+ix = Indexer(load_settings(None))
+store = ix.open_store(must_exist=True)
+texts = sorted({h.payload["text"] for h in store.scroll(SearchFilter(content_types=list(DENSE_TYPES)), ["text"])
+                if isinstance(h.payload.get("text"), str)})
+store.close()
+random.Random(int(sys.argv[2])).shuffle(texts)
+json.dump({"total": len(texts), "sample": texts[:int(sys.argv[1])]}, sys.stdout)
+"""
+
+_BARE = """
+import json, resource, sys, time
+from jacked.index.embed import get_dense_embedder
+texts = json.load(open(sys.argv[1]))["sample"]
+d = get_dense_embedder(cache_dir=sys.argv[2])
+d.embed_documents(["warm up"])
+r0 = resource.getrusage(resource.RUSAGE_SELF); t = time.perf_counter()
+d.embed_documents(texts)
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps([time.perf_counter() - t, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime]))
+"""
+
+
+def _bare_model(home: Path, env: dict[str, str]) -> dict[str, float]:
+    """The bare model embedding a random sample of the texts the backfill embedded, scaled to all."""
+    import json
+    import subprocess
+
+    sample = home.parent / "texts.json"
+    with sample.open("w") as fh:
+        subprocess.run([sys.executable, "-c", _TEXTS, str(BARE_SAMPLE), "7"], env=env, stdout=fh, check=True, cwd=_CWD)
+    data = json.loads(sample.read_text())
+    n = len(data["sample"])
+    out = subprocess.run([sys.executable, "-c", _BARE, str(sample), str(home / "models")], env=env,
+                         capture_output=True, text=True, check=True, cwd=_CWD)
+    wall, cpu = json.loads(out.stdout)
+    scale = data["total"] / max(n, 1)
+    return {"wall": wall * scale, "cpu": cpu * scale, "texts": data["total"], "sample": n}
+
+
+_INPROC = """
+import json, statistics, sys, time
+from jacked.config import load_settings
+from jacked.index.indexer import Indexer
+from jacked.query.search import SearchOptions, Searcher
+truth = json.load(open(sys.argv[1]))
+qs = [q for q in truth["queries"] if q.get("relevant_session_ids")]
+settings = load_settings(None)
+ix = Indexer(settings)
+store = ix.open_store(must_exist=True)
+s = Searcher(settings, store, ix.dense, ix.sparse, ix.catalog)
+s.search("warm up the model", SearchOptions())
+times, hits5, rr = [], 0, 0.0
+for rnd in range(3):
+    for q in qs:
+        t = time.perf_counter()
+        res = s.search(q["query"], SearchOptions(limit=10))
+        times.append(time.perf_counter() - t)
+        if rnd == 0:
+            ids = [r["session_id"] for r in res["results"]]
+            rel = set(q["relevant_session_ids"])
+            rank = next((i for i, x in enumerate(ids) if x in rel), None)
+            hits5 += rank is not None and rank < 5
+            rr += 1 / (rank + 1) if rank is not None else 0.0
+store.close()
+times.sort()
+print(json.dumps({"p50": statistics.median(times) * 1000, "p95": times[int(len(times) * 0.95)] * 1000,
+                  "recall5": hits5 / len(qs), "mrr": rr / len(qs), "queries": len(qs)}))
+"""
+
+
+def _mcp_after_calls(env: dict[str, str], queries: list[str], calls: int = MCP_CALLS) -> dict[str, float]:
+    """`jacked mcp` over stdio: initialize, then `calls` tool calls (searches, with a session list
+    every tenth); its peak RSS (VmHWM) read before it exits, and the median call time."""
+    import json
+    import statistics
+    import subprocess
+
+    proc = subprocess.Popen(_JACKED + ["mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, bufsize=1, cwd=_CWD)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(i: int, method: str, params: dict[str, object]) -> dict[str, object]:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+        proc.stdin.flush()
+        while True:
+            msg = json.loads(proc.stdout.readline())
+            if msg.get("id") == i:
+                return msg
+
+    try:
+        ask(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "bench", "version": "1"}})
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        proc.stdin.flush()
+        times = []
+        for i in range(1, calls + 1):
+            if i % 10 == 0:
+                call = {"name": "list_sessions", "arguments": {"limit": 20}}
+            else:
+                call = {"name": "search", "arguments": {"query": queries[i % len(queries)], "limit": 5}}
+            t = time.perf_counter()
+            answer = ask(i, "tools/call", call)
+            times.append(time.perf_counter() - t)
+            if "error" in answer:
+                raise RuntimeError(f"mcp call failed: {answer['error']}")
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        hwm = int(next(ln for ln in status.splitlines() if ln.startswith("VmHWM")).split()[1]) / 1024
+        rss = int(next(ln for ln in status.splitlines() if ln.startswith("VmRSS")).split()[1]) / 1024
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return {"hwm": hwm, "rss": rss, "call_ms": statistics.median(times) * 1000}
+
+
+def _hook_run(claude: Path, home: Path, work: Path, truth: dict[str, object]) -> dict[str, float]:
+    """`jacked index --hook` (synchronous, JACKED_HOOK_SYNC=1, so its own peak is measured) after a
+    one-turn append to a copy of a session's transcript."""
+    import json
+    import shutil
+
+    env = dict(_scale_env(claude, home), JACKED_HOOK_SYNC="1")
+    s = next(x for x in truth["sessions"] if len(x.get("turns") or []) >= 2 and not x["malformed_lines"])  # type: ignore[index,union-attr]
+    path = work / "hook" / Path(s["file"]).name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(claude / s["file"], path)
+    with path.open("a") as fh:
+        fh.write(json.dumps({"type": "user", "uuid": f"bench-hook-{time.time_ns()}", "sessionId": s["session_id"],
+                             "cwd": s["cwd"], "timestamp": "2026-12-01T00:00:00.000Z",
+                             "message": {"role": "user", "content": "bench hook turn about kestrel migrations"}}) + "\n")
+    hook = json.dumps({"session_id": s["session_id"], "transcript_path": str(path), "cwd": s["cwd"],
+                       "hook_event_name": "Stop"})
+    wall, _, mb, _ = _measured(_JACKED + ["index", "--hook"], env, stdin=hook)
+    return {"wall": wall, "rss": mb}
+
+
+def bench_scale(claude_dir: Path, repeat: int) -> dict[str, float]:
+    import json
+    import shutil
+    import statistics
+    import subprocess
+
+    sizes = [int(x) for x in str(OPTS["sizes"]).split(",") if x.strip()]
+    rows: list[dict[str, float]] = []
+    for n in sizes:
+        corpus, planted = scale_corpus(n)
+        truth = json.loads((corpus / "truth.json").read_text())
+        work = Path(tempfile.mkdtemp(prefix=f"jacked-scale-{n}-"))
+        home = work / "home"
+        env = _scale_env(corpus, home)
+        row: dict[str, float] = {"sessions": n}
+        try:
+            print(f"scale: {n} sessions ({_du(corpus / 'projects') / 1e6:.0f} MB of transcripts) ...", flush=True)
+            bf = _backfill_with_probe(corpus, home, planted)
+            row.update(backfill_s=bf["wall"], backfill_cpu=bf["cpu"], rss_backfill=bf["rss"], points=bf["points"],
+                       texts=bf["texts"], planted_found_s=bf["found_s"])
+            bare = _bare_model(home, env)
+            row.update(bare_s=bare["wall"], bare_cpu=bare["cpu"])
+            wall, _, _, out = _measured(_JACKED + ["backfill", "--json"], env)
+            row["rerun_s"] = wall
+            row["rerun_embedded"] = json.loads(out)["texts_embedded"]
+            qs = [q["query"] for q in truth["queries"]]
+            searches = [_measured(_JACKED + ["search", q, "--json"], env) for q in qs[:max(repeat, 3)]]
+            row["rss_search"] = max(x[2] for x in searches)
+            row["search_cold_s"] = statistics.median(x[0] for x in searches)
+            hook = _hook_run(corpus, home, work, truth)
+            row.update(rss_hook=hook["rss"], hook_s=hook["wall"])
+            mcp = _mcp_after_calls(env, qs)
+            row.update(rss_mcp=mcp["hwm"], mcp_call_ms=mcp["call_ms"])
+            inproc = json.loads(subprocess.run([sys.executable, "-c", _INPROC, str(corpus / "truth.json")], env=env,
+                                               capture_output=True, text=True, check=True, cwd=_CWD).stdout)
+            row.update(p50_ms=inproc["p50"], p95_ms=inproc["p95"], recall5=inproc["recall5"], mrr=inproc["mrr"])
+            sessions = max(1, n)
+            row.update(index_kb=_du(home / "index") / 1024 / sessions,
+                       catalog_kb=sum(_du(home / f) for f in ("catalog.db", "catalog.db-wal")) / 1024 / sessions,
+                       archive_kb=_du(home / "archive") / 1024 / sessions)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        rows.append(row)
+        _print_scale(row, rows[0])
+    return {f"{k}_{int(r['sessions'])}": v for r in rows for k, v in r.items() if k != "sessions"}
+
+
+def _print_scale(r: dict[str, float], first: dict[str, float]) -> None:
+    def flat(key: str) -> str:
+        if r is first:
+            return ""
+        change = (r[key] - first[key]) / first[key] * 100
+        return f"  {change:+5.1f}% vs {int(first['sessions'])} (goal within ±10 %)"
+
+    n = int(r["sessions"])
+    print(f"  {n} sessions: {int(r['points'])} points, {int(r['texts'])} texts embedded")
+    print(f"    cold backfill            : {r['backfill_s']:8.1f} s wall, {r['backfill_cpu']:8.1f} s CPU")
+    print(f"    bare model, same texts   : {r['bare_s']:8.1f} s wall, {r['bare_cpu']:8.1f} s CPU (sample of "
+          f"{BARE_SAMPLE} scaled)  ratio {r['backfill_s'] / r['bare_s']:.2f} wall, "
+          f"{r['backfill_cpu'] / r['bare_cpu']:.2f} CPU (goal <= 1.3)")
+    print(f"    planted phrase (oldest session) found by search after {r['planted_found_s']:.0f} s (goal <= 60)")
+    print(f"    unchanged re-run         : {r['rerun_s']:8.2f} s, {int(r['rerun_embedded'])} texts embedded")
+    print(f"    peak RSS backfill        : {r['rss_backfill']:6.0f} MB{flat('rss_backfill')}")
+    print(f"    peak RSS cold search     : {r['rss_search']:6.0f} MB in {r['search_cold_s']:.2f} s (goal <= 300 MB, "
+          f"<= 1.0 s){flat('rss_search')}")
+    print(f"    peak RSS index --hook    : {r['rss_hook']:6.0f} MB in {r['hook_s']:.2f} s{flat('rss_hook')}")
+    print(f"    peak RSS mcp, {MCP_CALLS} calls  : {r['rss_mcp']:6.0f} MB, median call {r['mcp_call_ms']:.0f} ms"
+          f"{flat('rss_mcp')}")
+    print(f"    search in-process        : p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms (goal p50 <= 20); "
+          f"recall@5 {r['recall5']:.3f}, MRR {r['mrr']:.3f}")
+    print(f"    on disk per session      : index {r['index_kb']:.0f} KB, catalog {r['catalog_kb']:.0f} KB, "
+          f"archive {r['archive_kb']:.0f} KB", flush=True)
+
+
 BENCHES = {"scan": bench_scan, "backfill": bench_backfill, "search": bench_search, "rss": bench_rss,
            "hook": bench_hook, "stats": bench_stats,
-           "ui": bench_ui}
+           "ui": bench_ui, "scale": bench_scale}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default=",".join(BENCHES), help="comma-separated: " + ",".join(BENCHES))
+    ap.add_argument("--only", default=",".join(b for b in BENCHES if b != "scale"),
+                    help="comma-separated: " + ",".join(BENCHES) + " (scale runs only when named: it takes hours)")
     ap.add_argument("--claude-dir", type=Path, default=DEFAULT_CLAUDE)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--sizes", default=OPTS["sizes"], help="scale: corpus sizes in sessions (e.g. 1000,3000,10000)")
+    ap.add_argument("--cache", type=Path, default=OPTS["cache"], help="scale: where generated corpora are kept")
+    ap.add_argument("--code", type=Path, default=None,
+                    help="scale: run the jacked/ package under this folder instead (before/after figures)")
     args = ap.parse_args()
+    OPTS.update(sizes=args.sizes, cache=args.cache, code=args.code.resolve() if args.code else None)
     for name in args.only.split(","):
         BENCHES[name.strip()](args.claude_dir, args.repeat)
     return 0

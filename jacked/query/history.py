@@ -5,6 +5,7 @@ These are the library functions behind `jacked sessions`, `turns`, `export` and 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,16 +132,20 @@ def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
 
 def export_rows(catalog: Catalog, session_ids: list[str] | None = None) -> list[dict[str, Any]]:
     """`export`: one object per session, the `sessions` fields plus `turns`."""
+    return list(iter_export_rows(catalog, session_ids))
+
+
+def iter_export_rows(catalog: Catalog, session_ids: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """`export_rows` one session at a time: `jacked export` of a 10,000-session history holds one
+    session's turns in memory, not all of them."""
     ids = session_ids if session_ids else [r["session_id"] for r in catalog.list_sessions()]
-    out = []
     for sid in ids:
         row = catalog.get_session_row(sid)
         if row is None:
             continue
         obj = session_summary(row)
         obj.update(turns_json(catalog, sid))
-        out.append(obj)
-    return out
+        yield obj
 
 
 def session_files_for_path(path: Path) -> SessionFiles:

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from jacked.catalog.index_state import PENDING
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.index.content_types import CONTENT_TYPES, SCOPES
@@ -171,6 +172,7 @@ class _Session:
     lexical: list[float] = field(default_factory=list)
     points: dict[str, dict[str, Any]] = field(default_factory=dict)  # content key → point id and leg scores
     exact: bool = False
+    waiting: bool = False  # some of its points have no dense vector yet (a backfill's dense pass is under way)
 
 
 class Searcher:
@@ -238,6 +240,8 @@ class Searcher:
                     continue
                 s = sessions.setdefault(sid, _Session(meta))
                 key = meta.get("content_hash") or h.id
+                if key.startswith(PENDING):  # recorded as waiting for its dense vector
+                    s.waiting = True
                 point = s.points.get(key)
                 if point is None:
                     point = s.points[key] = {"id": h.id, "dense": 0.0, "lexical": 0.0}
@@ -280,6 +284,9 @@ class Searcher:
         for sid, s in sessions.items():
             m = s.meta
             relevance = LEXICAL_SHARE * lexical_of[sid] / tops[1] + (1 - LEXICAL_SHARE) * dense_of[sid] / tops[0]
+            if s.waiting and not s.dense:
+                # Not embedded yet, so the dense leg cannot see it: its words alone decide.
+                relevance = lexical_of[sid] / tops[1]
             weight = 1.0
             if m.get("user_name") and m.get("user_name") != w.user_name:
                 weight *= teammate

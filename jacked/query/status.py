@@ -1,4 +1,11 @@
-"""`jacked status`: what the index and the catalog hold."""
+"""`jacked status`: what the index and the catalog hold, and how far a backfill is.
+
+`backfill` (when one ever ran here): its phase, whether it is running, and per pass what is
+done of how much with an ETA from its pace so far — the lexical pass (sessions whose points are
+written, findable by their words) and the dense pass (points given their dense vector). The
+counts `sessions_lexical`, `sessions_indexed` (complete) and `points_pending_dense` come from the
+catalog, so they are right after a backfill was stopped too (the next one resumes there).
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -9,7 +16,8 @@ from jacked.config import Settings
 def status(settings: Settings) -> dict[str, Any]:
     """Backend, model, point counts by type and user, session counts."""
     from jacked.catalog import Catalog
-    from jacked.index.indexer import Indexer, configured_store, store_exists
+    from jacked.catalog import index_state
+    from jacked.index.indexer import Indexer, backfill_state, configured_store, store_exists
 
     catalog = Catalog(settings.catalog_path)
     indexer = Indexer(settings, catalog)
@@ -35,4 +43,18 @@ def status(settings: Settings) -> dict[str, Any]:
     out["sources"] = source_status(catalog, settings.claude_dir, settings.disabled_sources)
     out["turns"] = totals["turns"]
     out["sessions_indexed"] = catalog.indexed_session_count(settings.user_name)
+    counts = index_state.index_counts(catalog, settings.user_name)
+    out["sessions_lexical"] = counts["lexical"]
+    out["points_pending_dense"] = counts["points_pending_dense"]
+    state = backfill_state(settings.home)
+    if state is not None:
+        lex, dense = state.get("lexical") or {}, state.get("dense") or {}
+        out["backfill"] = {
+            "running": state["running"], "phase": state.get("phase"), "pid": state.get("pid"),
+            "started_at": state.get("started_at"), "updated_at": state.get("updated_at"),
+            "lexical": {"sessions_done": lex.get("sessions_done", 0), "sessions_total": lex.get("sessions_total", 0),
+                        "eta_seconds": lex.get("eta_seconds")},
+            "dense": {"points_done": dense.get("points_done", 0), "points_total": dense.get("points_total", 0),
+                      "texts_embedded": dense.get("texts_embedded", 0), "eta_seconds": dense.get("eta_seconds")},
+        }
     return out

@@ -32,17 +32,18 @@ from jacked.index.embed import SparseVector
 DENSE_VECTOR = "dense"
 #: Name of the sparse (BM25) vector in the collection.
 SPARSE_VECTOR = "bm25"
-#: Payload fields with a keyword index.
+#: Payload fields with a keyword index: those filters and deletes name (`repo_id` and
+#: `content_hash` are stored, never filtered on: an index costs each shard load ~5 MB mapped).
 KEYWORD_INDEXES: tuple[str, ...] = (
     "session_id",
     "content_type",
     "repo_name",
-    "repo_id",
     "user_name",
     "agent_type",
-    "content_hash",
     "agent",  # the coding agent of the session: claude, codex, gemini, opencode
 )
+#: Indexes an older jacked made and this one drops (at the next optimisation).
+OBSOLETE_INDEXES: tuple[str, ...] = ("repo_id", "content_hash")
 #: Payload fields with a float (range) index.
 FLOAT_INDEXES: tuple[str, ...] = ("ts",)
 #: Payload field of the unit's time in epoch seconds (float).
@@ -156,8 +157,14 @@ def check_model(recorded_model: str, recorded_dims: int, model: str, dims: int) 
         raise ModelMismatch(recorded_model, int(recorded_dims), model, int(dims))
 
 
+_HEX = frozenset("0123456789abcdef-")
+
+
 def canonical_id(point_id: str) -> str:
     """The canonical (lowercase, hyphenated) form of a UUID id, as the backends return it."""
+    if len(point_id) == 36 and point_id[8] == point_id[13] == point_id[18] == point_id[23] == "-" \
+            and _HEX.issuperset(point_id):
+        return point_id  # already canonical (ids the store gave back): no parsing per id
     try:
         return str(uuid.UUID(str(point_id)))
     except ValueError:

@@ -40,6 +40,7 @@ from jacked.index.store.base import (
     DENSE_VECTOR,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
+    OBSOLETE_INDEXES,
     RRF_K,
     SPARSE_VECTOR,
     Hit,
@@ -80,9 +81,19 @@ _UPKEEP = "index.upkeep.json"
 #: the appendable segment — whose indexes live in RAM and whose pages a writer keeps mapped —
 #: into memory-mapped, indexed segments, so neither grows with the corpus.
 OPTIMIZE_EVERY = 20_000
-#: Largest segment the optimizers build, in KB of dense vectors (~43k points of 384 dims): an
-#: HNSW build or a merge reads at most this much at once, however large the index grows.
-MAX_SEGMENT_KB = 64 * 1024
+#: Largest segment the optimizers build, in KB of dense vectors (~21k points of 384 dims): an
+#: HNSW build or a merge reads at most this much at once, however large the index grows. Below
+#: two optimisation rounds' worth (`OPTIMIZE_EVERY`), so full segments are never merged again:
+#: each point is indexed once, and a 10,000-session index has about a dozen segments.
+MAX_SEGMENT_KB = 32 * 1024
+#: A segment with fewer vectors than this many KB is searched by reading every vector rather
+#: than through its HNSW graph (Qdrant's default, 10 MB, is ~6,600 vectors of 384 dims). Read
+#: from memory-mapped files a full scan maps the whole matrix: a segment of 11,000 vectors that a
+#: backfill's second pass left half empty cost a cold search 35 MB that way. ~650 vectors here.
+FULL_SCAN_KB = 1_000
+#: Segments the merge optimizer aims for before it merges small ones (Edge merges everything
+#: into one or two by default: every optimisation then re-reads and re-indexes the whole index).
+SEGMENTS = 8
 #: Where the shard's parts live. Every part is memory-mapped and read on demand ("cold"), never
 #: loaded whole: a process maps the pages a query touches (the HNSW path, a few posting lists,
 #: the payloads shown), not the index. The OS page cache keeps the hot ones for everyone.
@@ -110,6 +121,7 @@ class EdgeStore(VectorStore):
         self._mutex = threading.RLock()
         self._unflushed = 0
         self._written = 0  # points written by this process since the optimizers last ran
+        self.optimize_seconds = 0.0  # spent in the optimizers by this store (a backfill reports it)
         self._upkeep: dict[str, Any] = {}  # the index.upkeep.json read at open
 
     # -- lifecycle ---------------------------------------------------------
@@ -217,27 +229,57 @@ class EdgeStore(VectorStore):
 
         Each optimisation reads at most one segment's worth (`MAX_SEGMENT_KB`) of vectors; about
         1.5 s per 1,000 new dense points on 2 cores. Writers run it every `OPTIMIZE_EVERY`
-        points (:meth:`upkeep`); the pages it touched leave this process's resident set after.
+        points (:meth:`upkeep`). It runs in a child process (see `_optimize_apart`), which maps
+        the segments it reads and writes (~280 MB for a 24k-point segment): in a backfill, that
+        would otherwise come on top of the embedding model's memory.
         """
         import qdrant_edge as qe
 
         with self._mutex, self._errors("optimize"):
             shard = self._require()
-            # Payload indexes made by an older jacked (held in RAM): rebuilt memory-mapped.
+            # Payload indexes made by an older jacked (held in RAM): rebuilt memory-mapped, or dropped.
             for name, info in shard.info().payload_schema.items():
                 memory = getattr(info.params, "memory", None) if info.params is not None else None
-                if name in KEYWORD_INDEXES + FLOAT_INDEXES and memory != qe.Memory.Cold:
+                if name in OBSOLETE_INDEXES:
+                    shard.update(qe.UpdateOperation.delete_field_index(name))
+                elif name in KEYWORD_INDEXES + FLOAT_INDEXES and memory != qe.Memory.Cold:
                     schema = dict(_index_schemas(qe))[name]
                     shard.update(qe.UpdateOperation.delete_field_index(name))
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
-            shard.optimize()
-            shard.flush()
+            t0 = time.perf_counter()
+            if not self._optimize_apart():
+                self._require().optimize()
+                self._require().flush()
+            self.optimize_seconds += time.perf_counter() - t0
             self._unflushed = 0
             self._written = 0
             if self._upkeep.get("writes") or self._upkeep.get("reoptimize"):
                 self._upkeep = {}
                 self._write_upkeep()
         release_pages(self.path)
+
+    def _optimize_apart(self) -> bool:
+        """Run the optimizers on the shard in a child process while this one, holding the lock,
+        has it closed; then load it again. False (the shard loaded again, nothing lost) when the
+        child could not do it, e.g. no interpreter to start: the caller optimises in-process."""
+        import subprocess
+
+        import qdrant_edge as qe
+
+        shard, self._shard = self._require(), None
+        try:
+            shard.flush()
+        finally:
+            shard.close()
+        try:
+            done = subprocess.run([sys.executable, "-c", _OPTIMIZER, str(self.shard_path), str(os.getpid())],
+                                  stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False).returncode == 0
+        except OSError:
+            done = False
+        finally:
+            self._shard = qe.EdgeShard.load(str(self.shard_path))  # a child stopped half-way: the load recovers
+        return done
 
     def upkeep(self) -> bool:
         """For a writer between batches: run the optimizers once `OPTIMIZE_EVERY` points were
@@ -782,10 +824,10 @@ def _edge_config(qe: Any, dims: int) -> Any:
     return qe.EdgeConfig(
         vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=int(dims), distance=qe.Distance.Cosine, memory=cold)},
         sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=cold)},
-        hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, memory=cold),
+        hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=FULL_SCAN_KB, memory=cold),
         payload_memory=cold,
         id_tracker_memory=cold,
-        optimizers=qe.EdgeOptimizersConfig(max_segment_size=MAX_SEGMENT_KB),
+        optimizers=qe.EdgeOptimizersConfig(max_segment_size=MAX_SEGMENT_KB, default_segment_number=SEGMENTS),
     )
 
 
@@ -793,8 +835,11 @@ def _config_is_current(shard_path: Path) -> bool:
     """Whether the shard on disk was made (or last loaded) with this version's configuration."""
     try:
         cfg = json.loads((shard_path / "edge_config.json").read_text(encoding="utf-8"))
+        optimizers = cfg.get("optimizers") or {}
         return (cfg["vectors"][DENSE_VECTOR].get("memory") == "cold"
-                and (cfg.get("optimizers") or {}).get("max_segment_size") == MAX_SEGMENT_KB)
+                and (cfg.get("hnsw_config") or {}).get("full_scan_threshold") == FULL_SCAN_KB
+                and optimizers.get("max_segment_size") == MAX_SEGMENT_KB
+                and optimizers.get("default_segment_number") == SEGMENTS)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
@@ -834,6 +879,29 @@ def release_pages(root: Path) -> int:
         if madvise(start, end - start, mmap.MADV_DONTNEED) == 0:
             advised += end - start
     return advised
+
+
+# The child process of `EdgeStore._optimize_apart` (the parent holds the index lock meanwhile). It
+# must not outlive its parent (a backfill killed with SIGKILL): the shard would be open in two
+# processes once the next one starts. On Linux the kernel kills it with its parent.
+_OPTIMIZER = """
+import os, sys
+if sys.platform.startswith("linux"):
+    import ctypes
+    ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+if os.getppid() != int(sys.argv[2]):
+    sys.exit(1)  # the parent is gone already
+from pathlib import Path
+import qdrant_edge as qe
+from jacked.index.store.edge import release_pages
+shard = qe.EdgeShard.load(sys.argv[1])
+release_pages(Path(sys.argv[1]))  # what the load read (its log, the appendable segment)
+try:
+    shard.optimize()
+    shard.flush()
+finally:
+    shard.close()
+"""
 
 
 def _alive(pid: int) -> bool:

@@ -83,7 +83,7 @@ def export_cmd(
     sessions: Optional[list[str]] = typer.Argument(None, help="Session ids or prefixes (default: all)."),
 ) -> None:
     """Export sessions with their turns as JSON Lines (one line per session)."""
-    for row in service().export(sessions or None):
+    for row in service().export_iter(sessions or None):  # streamed: one session in memory at a time
         print_jsonl(row)
 
 

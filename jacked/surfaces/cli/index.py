@@ -67,6 +67,7 @@ def status_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."
         return
     typer.echo(f"backend {data['backend']} · model {data['embedding_model']} · {data['points']} points · "
                f"{data['sessions']} sessions ({data['sessions_indexed']} indexed)")
+    _print_backfill(data)
     by_source = data.get("sessions_by_source") or {}
     typer.echo(f"  sessions: {by_source.get('transcript', 0)} full, {by_source.get('archive', 0)} archived-only "
                f"(transcript deleted, kept in the archive), {by_source.get('history', 0)} prompt-only "
@@ -78,6 +79,22 @@ def status_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."
         typer.echo(f"  {k:20s} {v}")
     for k, v in data["points_by_user"].items():
         typer.echo(f"  user {k:15s} {v}")
+
+
+def _print_backfill(data: dict) -> None:
+    """The two passes of a running or stopped backfill: done / total and an ETA."""
+    bf = data.get("backfill") or {}
+    pending = data.get("points_pending_dense") or 0
+    if not bf.get("running") and not pending:
+        return
+    eta = lambda s: f", ~{s // 60}m{s % 60:02d}s left" if s is not None else ""  # noqa: E731
+    lex, dense = bf.get("lexical") or {}, bf.get("dense") or {}
+    state = f"running (pid {bf.get('pid')}, {bf.get('phase')})" if bf.get("running") else "stopped: `jacked backfill` resumes it"
+    typer.echo(f"  backfill {state}")
+    typer.echo(f"    lexical pass (findable by words): {data.get('sessions_lexical', 0)}/{data['sessions']} sessions"
+               f"{eta(lex.get('eta_seconds')) if bf.get('phase') in ('scan', 'lexical') else ''}")
+    typer.echo(f"    dense pass (semantic search): {pending} points waiting"
+               f"{eta(dense.get('eta_seconds')) if bf.get('phase') == 'dense' else ''}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,299 @@
+"""A backfill at scale (issue 15): two passes, resumable at any moment, readers let in, memory flat.
+
+* the lexical pass writes every session's points with their BM25 vector only, and search finds
+  them by their words before any dense vector exists; the dense pass fills the vectors in;
+* `kill -9` at any moment of the two passes, then a re-run: the same points as a clean run, and
+  nothing embedded twice (but for the one round in flight);
+* a process waiting for the index (a search, a hook) is let in between the backfill's batches;
+* a store opened to answer queries keeps none of the shard mapped (the pages a load reads
+  leave the resident set); a shard made by an older jacked takes the cold layout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jacked.config import load_settings
+from jacked.index.content_types import DENSE_TYPES
+from jacked.index.indexer import Indexer, backfill_state
+from jacked.query.search import SearchOptions, search_many
+
+GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
+JACKED = [sys.executable, "-m", "jacked.surfaces.cli.entry"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("corpus") / "claude"
+    subprocess.run([sys.executable, str(GEN), "--out", str(out), "--sessions", "30", "--seed", "5"],
+                   check=True, capture_output=True)
+    return out, json.loads((out / "truth.json").read_text())
+
+
+def _env(claude: Path, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
+    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), JACKED_USER_NAME="ada")
+    return env
+
+
+def _points(home: Path) -> dict[str, tuple[Any, ...]]:
+    """Every point: (content hash, has a dense vector, its dense vector rounded, bm25 indices, payload
+    without what depends on the run) — what two backfills of the same corpus must agree on."""
+    import qdrant_edge as qe
+
+    from jacked.index.store.edge import EdgeStore
+
+    store = EdgeStore(home / "index").open(None, None)
+    out: dict[str, tuple[Any, ...]] = {}
+    try:
+        offset = None
+        while True:
+            records, offset = store._shard.scroll(qe.ScrollRequest(offset=offset, limit=256, with_payload=True,
+                                                                   with_vector=True))
+            for r in records:
+                vec = r.vector or {}
+                dense = vec.get("dense")
+                payload = {k: v for k, v in (r.payload or {}).items() if k not in ("machine",)}
+                out[str(r.id)] = (payload.get("content_hash"), dense is not None,
+                                  tuple(round(x, 5) for x in dense) if dense else None,
+                                  tuple(vec["bm25"].indices) if "bm25" in vec else None,
+                                  json.dumps(payload, sort_keys=True))
+            if offset is None:
+                return out
+    finally:
+        store.close()
+
+
+def _progress(home: Path) -> dict[str, Any]:
+    try:
+        return json.loads((home / "backfill.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _run_until(claude: Path, home: Path, ready: Any, timeout: float = 300) -> bool:
+    """Start `jacked backfill`; SIGKILL it once `ready(progress)` holds. False if it ended first."""
+    proc = subprocess.Popen(JACKED + ["backfill", "--json"], env=_env(claude, home),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            p = _progress(home)
+            if p.get("pid") == proc.pid and ready(p):
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return True
+            time.sleep(0.02)
+        return False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _backfill_json(claude: Path, home: Path) -> dict[str, Any]:
+    out = subprocess.run(JACKED + ["backfill", "--json"], env=_env(claude, home), capture_output=True, text=True,
+                         check=True, timeout=600)
+    return json.loads(out.stdout)
+
+
+def test_kill9_at_any_moment_then_rerun_gives_the_points_of_a_clean_run(corpus: tuple[Path, dict[str, Any]],
+                                                                         tmp_path: Path) -> None:
+    claude, _ = corpus
+    clean_home = tmp_path / "clean"
+    clean = _backfill_json(claude, clean_home)
+    assert clean["points_dense_filled"] > 0 and not clean["errors"]
+    want = _points(clean_home)
+
+    home = tmp_path / "killed"
+    moments = [
+        lambda p: p.get("phase") in ("scan", "lexical"),  # reading, or writing the lexical points
+        # while texts are embedded (a round's vectors not written yet), twice
+        lambda p: p.get("phase") == "dense" and (p.get("dense") or {}).get("texts_embedded", 0) > 0,
+        lambda p: p.get("phase") == "dense" and (p.get("dense") or {}).get("texts_embedded", 0) > 64,
+        lambda p: p.get("phase") == "optimize",  # while a child process optimises the shard
+    ]
+    kills = sum(_run_until(claude, home, moment) for moment in moments)
+    assert kills >= 3, "the backfill ended before it could be killed three times: make the corpus larger"
+    status = subprocess.run(JACKED + ["status", "--json"], env=_env(claude, home), capture_output=True, text=True,
+                            check=True).stdout
+    assert json.loads(status)["backfill"]["running"] is False
+    last = _backfill_json(claude, home)
+    assert not last["errors"]
+    assert _points(home) == want
+    again = _backfill_json(claude, home)  # and then nothing is left to do
+    assert (again["points_written"], again["texts_embedded"], again["points_dense_filled"]) == (0, 0, 0)
+
+
+def test_lexical_pass_first_search_finds_by_words_then_dense_pass_fills_in(
+        corpus: tuple[Path, dict[str, Any]], dense_embedder: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    claude, truth = corpus
+    settings = load_settings(claude, jacked_home=str(tmp_path / "home"), user_name="ada")
+    indexer = Indexer(settings)
+    # The first backfill stops after its lexical pass (as if killed before the dense one).
+    monkeypatch.setattr(Indexer, "_fill_dense", lambda self, *a, **k: None)
+    first = indexer.backfill()
+    assert first.points_written > 0 and first.texts_embedded == 0
+    from jacked.query.status import status
+
+    st = status(settings)
+    assert st["sessions_lexical"] == st["sessions"] > 0
+    assert st["points_pending_dense"] > 0 and st["sessions_indexed"] == 0
+    # Every point is written; only dense-type points wait for their vector.
+    from jacked.index.store.edge import EdgeStore
+
+    store = EdgeStore(settings.home / "index").open(None, None)
+    try:
+        waiting = [h for h in store.scroll(None, ["content_type", "embedding_model"])
+                   if h.payload["content_type"] in DENSE_TYPES and not h.payload.get("embedding_model")]
+        assert len(waiting) == st["points_pending_dense"]
+    finally:
+        store.close()
+    detail = next(q for q in truth["queries"] if q["kind"] == "detail")
+    found = search_many(settings, [detail["detail_text"]], SearchOptions(limit=5), indexer=indexer)[0]
+    assert found["results"] and found["results"][0]["session_id"] in detail["detail_session_ids"]
+
+    monkeypatch.undo()
+    second = Indexer(settings).backfill()
+    assert second.points_written == 0 and second.points_dense_filled == st["points_pending_dense"]
+    st2 = status(settings)
+    assert st2["points_pending_dense"] == 0 and st2["sessions_indexed"] == st2["sessions"]
+    para = next(q for q in truth["queries"] if q["kind"] == "para")
+    assert search_many(settings, [para["query"]], SearchOptions(limit=5))[0]["results"]
+    state = backfill_state(settings.home)
+    assert state is not None and state["phase"] == "done" and state["running"] is False
+
+
+_HOLDER = textwrap.dedent("""
+    import sys, time
+    from jacked.index.store import Point
+    from jacked.index.store.edge import EdgeStore
+    store = EdgeStore(sys.argv[1], lock_timeout=30).open("m", 4)
+    print("held", flush=True)
+    end = time.monotonic() + float(sys.argv[2])
+    n = 0
+    while time.monotonic() < end:  # a long writer: a point per round, waiters let in between rounds
+        store.upsert([Point(id=f"00000000-0000-4000-8000-{n:012d}", payload={"n": n}, dense=[1.0, 0, 0, 0])])
+        n += 1
+        store.let_waiters_in()
+        time.sleep(0.05)
+    store.close()
+    print("done", n, flush=True)
+""")
+
+
+def test_a_waiting_reader_is_let_in_between_batches(tmp_path: Path) -> None:
+    from jacked.index.store.edge import EdgeStore
+
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "index"), "20"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        time.sleep(0.3)
+        t = time.monotonic()
+        store = EdgeStore(tmp_path / "index", lock_timeout=15).open(None, None)
+        try:
+            waited = time.monotonic() - t
+            assert store.count() > 0  # sees what the writer wrote so far
+        finally:
+            store.close()
+        assert waited < 10, f"waited {waited:.1f}s for a writer that lets waiters in every round"
+        assert holder.poll() is None  # the writer goes on afterwards
+        out, _ = holder.communicate(timeout=60)
+        assert out.startswith("done")
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    assert not list((tmp_path / "index" / "index.waiting").iterdir())
+
+
+def _mapped_kb(root: Path) -> int:
+    total, inside = 0, False
+    prefix = str(root.resolve())
+    with open("/proc/self/smaps", encoding="utf-8") as fh:
+        for line in fh:
+            first = line.split(None, 1)[0]
+            if not first.endswith(":") or "-" in first:
+                parts = line.split()
+                inside = len(parts) > 5 and parts[5].startswith(prefix)
+            elif inside and first == "Rss:":
+                total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resident pages are read from /proc")
+def test_an_opened_store_keeps_none_of_the_shard_resident(tmp_path: Path) -> None:
+    import random
+
+    from jacked.index.embed import SparseVector
+    from jacked.index.store import Point
+    from jacked.index.store.edge import EdgeStore
+
+    rng = random.Random(3)
+    store = EdgeStore(tmp_path / "index").open("m", 64)
+    store.upsert([Point(id=f"00000000-0000-4000-8000-{i:012d}",
+                        payload={"session_id": f"s{i % 50}", "content_type": "plan", "text": "x" * 500},
+                        dense=[rng.random() for _ in range(64)], sparse=SparseVector([i % 97, 1000 + i], [1.0, 1.0]))
+                  for i in range(6000)])
+    store.close()
+    store = EdgeStore(tmp_path / "index").open(None, None)
+    try:
+        # A load reads the WAL and the appendable segment's files: they leave the resident set.
+        assert _mapped_kb(tmp_path / "index") < 2048
+        hits = store.search([rng.random() for _ in range(64)], SparseVector([5], [1.0]), limit=10)
+        assert hits
+        store.release_memory()
+        assert _mapped_kb(tmp_path / "index") < 2048
+    finally:
+        store.close()
+
+
+def test_a_shard_of_an_older_jacked_takes_the_cold_layout(tmp_path: Path) -> None:
+    import qdrant_edge as qe
+
+    from jacked.index.store import Point
+    from jacked.index.store.edge import EdgeStore
+
+    # The layout before issue 15: defaults (vectors and sparse index read into RAM at load).
+    store = EdgeStore(tmp_path / "index").open("m", 4)
+    store.close()
+    shard = tmp_path / "index" / "shard"
+    import shutil
+
+    shutil.rmtree(shard)
+    old = qe.EdgeShard.create(str(shard), qe.EdgeConfig(
+        vectors={"dense": qe.EdgeVectorParams(size=4, distance=qe.Distance.Cosine)},
+        sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}))
+    old.update(qe.UpdateOperation.create_field_index("session_id", qe.PayloadSchemaType.Keyword))
+    old.update(qe.UpdateOperation.upsert_points([qe.Point(f"00000000-0000-4000-8000-{i:012d}",
+                                                          {"dense": [1.0, float(i), 0.0, 0.0]}, {"session_id": "s"})
+                                                 for i in range(100)]))
+    old.close()
+    store = EdgeStore(tmp_path / "index").open("m", 4)
+    try:
+        cfg = json.loads((shard / "edge_config.json").read_text())
+        assert cfg["vectors"]["dense"]["memory"] == "cold" and cfg["payload_memory"] == "cold"
+        assert store.upkeep() is True  # the next writer rewrites the old segments
+        assert store.count() == 100
+        store.upsert([Point(id="00000000-0000-4000-8000-000000009999", payload={"session_id": "t"},
+                            dense=[0.0, 1.0, 0.0, 0.0])])
+        params = store._shard.info().payload_schema["session_id"].params
+        assert params is not None and params.memory == qe.Memory.Cold
+    finally:
+        store.close()
+    store = EdgeStore(tmp_path / "index").open(None, None)
+    try:
+        assert store.count() == 101 and store.upkeep() is False
+    finally:
+        store.close()
