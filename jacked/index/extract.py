@@ -76,7 +76,7 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
     text = text.strip()
     if not text:
         return []
-    if count(text) <= window:
+    if _fits(text, count, window):
         return [text]
     pieces: list[str] = []
     for level, splitter in enumerate((lambda t: t.split("\n"), _SENTENCE.split, lambda t: t.split(" "))):
@@ -91,7 +91,7 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
     current: list[str] = []
     for part in parts:
         candidate = joiner.join(current + [part])
-        if current and count(candidate) > window:
+        if current and not _fits(candidate, count, window):
             pieces.append(joiner.join(current))
             current = [part]
         else:
@@ -100,8 +100,18 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
         pieces.append(joiner.join(current))
     out: list[str] = []
     for p in pieces:
-        out.extend([p] if count(p) <= window else split_to_window(p, count, window))
+        out.extend([p] if _fits(p, count, window) else split_to_window(p, count, window))
     return out
+
+
+def _fits(text: str, count: TokenCounter, window: int) -> bool:
+    """Whether `text` is within `window` tokens. Every token of a word-piece or byte-level BPE
+    tokenizer spans at least one UTF-8 byte (SentencePiece may add one word-start mark), so a text
+    of fewer bytes than the window fits without running the tokenizer (a third of a backfill's
+    lexical pass went into counting tokens)."""
+    if len(text) < window // 4 or len(text.encode("utf-8", "surrogatepass")) < window:
+        return True
+    return count(text) <= window
 
 
 class Extractor:
