@@ -174,9 +174,12 @@ class ServerStore(VectorStore):
         from qdrant_client import models
 
         have = set((self._client.get_collection(self.collection).payload_schema or {}).keys())
-        wanted = [(n, models.PayloadSchemaType.KEYWORD) for n in KEYWORD_INDEXES] + [
-            (n, models.PayloadSchemaType.FLOAT) for n in FLOAT_INDEXES
-        ]
+        # `user_name` is the tenant: Qdrant keeps each user's points together on disk, so what
+        # names one user (`search --mine`, a user's backfill, forget) reads only theirs.
+        tenant = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+        wanted: list[tuple[str, Any]] = [
+            (n, tenant if n == "user_name" else models.PayloadSchemaType.KEYWORD) for n in KEYWORD_INDEXES
+        ] + [(n, models.PayloadSchemaType.FLOAT) for n in FLOAT_INDEXES]
         with warnings.catch_warnings():
             # Local mode warns that payload indexes have no effect there; harmless.
             warnings.simplefilter("ignore", UserWarning)
