@@ -252,3 +252,70 @@ def test_private_spans_never_reach_the_catalog_or_the_index(tmp_path: Path, dens
     for needle in hidden:
         assert [f for f in found[needle] if not f.startswith("archive")] == [], needle
     assert found["ocelot rollout"] and found["lynx cache"]  # the rest of both sessions is kept
+
+
+# --------------------------------------------------------------------------- the glance
+def test_the_glance_keeps_privacy_like_the_scan(tmp_path: Path) -> None:
+    """The glance a cold backfill starts with (jacked.index.glance) writes prompts before the scan
+    reads anything: a `<private>` span, a secret, an excluded path, a `#nomem` (even past the
+    prompts it keeps) and a forgotten session never reach its points, nor any file of the home."""
+    from jacked.index.glance import MARK
+    from jacked.sources.claude.glance import HEAD_PROMPTS, TAIL_PROMPTS
+
+    claude = tmp_path / "claude"
+    secret = "AKIA" + "QWERTYUIOPASDFGH"
+    ids = {name: f"{i:08d}-2222-4333-8444-555555555555" for i, name in enumerate(
+        ("kept", "private", "nomem", "excluded", "forgotten"))}
+
+    def session(name: str, prompts: list[str], cwd: str = "/home/dev/projects/demo") -> None:
+        sid = ids[name]
+        records = []
+        for i, p in enumerate(prompts):
+            records += [prompt(p, t=i, cwd=cwd), assistant(f"msg_{name}_{i}", text(f"answer {i}"), t=i, cwd=cwd)]
+        for r in records:
+            r["sessionId"] = sid
+        claude_dir_with(claude, records, sid=sid)
+
+    session("kept", ["tune the marmoset telemetry"])
+    session("private", ["plan the ocelot rollout <private>my salary is ninety quetzals</private> for tomorrow",
+                        f"deploy the ocelot build with the key {secret} tonight"])
+    many = [f"step {i} of the pangolin migration" for i in range(HEAD_PROMPTS + TAIL_PROMPTS + 20)]
+    many[HEAD_PROMPTS + 10] = "and this pangolin part stays out #nomem"  # kept neither at the head nor the tail
+    session("nomem", many)
+    session("excluded", ["refactor the wombat billing"], cwd="/srv/secret/app")
+    session("forgotten", ["feed the capybara"])
+    (claude / "jacked.json").write_text(json.dumps({"exclude": ["/srv/secret"]}))
+    os.chmod(claude / "jacked.json", 0o600)
+    home = tmp_path / "home"
+    settings = load_settings(claude, jacked_home=str(home), user_name="ada")
+    catalog = Catalog(settings.catalog_path)
+    with catalog.transaction():
+        forget_queries.tombstone(catalog, [(ids["forgotten"], "forget", None)])
+    catalog.close()
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_glance(phase: str, done: int, total: int) -> None:
+        if phase != "glance":
+            raise Stop
+
+    with pytest.raises(Stop):
+        Indexer(settings).backfill(progress=stop_after_glance)
+    with Indexer(settings).open_store() as store:
+        points = list(store.scroll(None, None))
+    assert points and all(h.payload[MARK] for h in points)
+    assert {h.payload["session_id"] for h in points} == {ids["kept"], ids["private"]}
+    texts = sorted(h.payload["text"] for h in points if h.payload["session_id"] == ids["private"])
+    assert texts == ["deploy the ocelot build with the key [REDACTED:aws_access_key] tonight",
+                     "plan the ocelot rollout [private] for tomorrow"]
+    hidden = ("ninety quetzals", secret, "wombat", "capybara", "pangolin")
+    found = grep_home(home, hidden + ("ocelot rollout", "marmoset"))
+    assert {n: found[n] for n in hidden} == {n: [] for n in hidden}, found
+    assert found["ocelot rollout"] and found["marmoset"]  # what is kept is there to be found
+
+    report = Indexer(settings).backfill()  # run to its end: the lexical pass replaces the glance
+    assert report.glance is not None and report.glance.swept == len(points)
+    with Indexer(settings).open_store() as store:
+        assert not [h for h in store.scroll(None, [MARK]) if h.payload.get(MARK)]
+        assert {h.payload["session_id"] for h in store.scroll(None, ["session_id"])} == {ids["kept"], ids["private"]}

@@ -6,7 +6,9 @@
   nothing embedded twice (but for the one round in flight);
 * a process waiting for the index (a search, a hook) is let in between the backfill's batches;
 * a store opened to answer queries keeps none of the shard mapped (the pages a load reads
-  leave the resident set); a shard made by an older jacked takes the cold layout.
+  leave the resident set); a shard made by an older jacked takes the cold layout;
+* the glance a cold backfill starts with makes every session findable by its prompts before the
+  lexical pass reads it; no glance point outlives the backfill, killed during the glance or not.
 """
 from __future__ import annotations
 
@@ -37,6 +39,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, An
     subprocess.run([sys.executable, str(GEN), "--out", str(out), "--sessions", "30", "--seed", "5"],
                    check=True, capture_output=True)
     return out, json.loads((out / "truth.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def clean(corpus: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
+                                                                                                 dict[str, Any]]:
+    """A clean backfill of the corpus: (its report, its points)."""
+    home = tmp_path_factory.mktemp("clean") / "home"
+    return _backfill_json(corpus[0], home), _points(home)
 
 
 def _env(claude: Path, home: Path) -> dict[str, str]:
@@ -100,19 +110,21 @@ def _run_until(claude: Path, home: Path, ready: Any, timeout: float = 300) -> bo
             proc.wait()
 
 
+def _glance_points(home: Path) -> list[str]:
+    return [pid for pid, point in _points(home).items() if json.loads(point[4]).get("glance")]
+
+
 def _backfill_json(claude: Path, home: Path) -> dict[str, Any]:
     out = subprocess.run(JACKED + ["backfill", "--json"], env=_env(claude, home), capture_output=True, text=True,
                          check=True, timeout=600)
     return json.loads(out.stdout)
 
 
-def test_kill9_at_any_moment_then_rerun_gives_the_points_of_a_clean_run(corpus: tuple[Path, dict[str, Any]],
-                                                                         tmp_path: Path) -> None:
+def test_kill9_at_any_moment_then_rerun_gives_the_points_of_a_clean_run(
+        corpus: tuple[Path, dict[str, Any]], clean: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path) -> None:
     claude, _ = corpus
-    clean_home = tmp_path / "clean"
-    clean = _backfill_json(claude, clean_home)
-    assert clean["points_dense_filled"] > 0 and not clean["errors"]
-    want = _points(clean_home)
+    report, want = clean
+    assert report["points_dense_filled"] > 0 and not report["errors"]
 
     home = tmp_path / "killed"
     moments = [
@@ -132,6 +144,120 @@ def test_kill9_at_any_moment_then_rerun_gives_the_points_of_a_clean_run(corpus: 
     assert _points(home) == want
     again = _backfill_json(claude, home)  # and then nothing is left to do
     assert (again["points_written"], again["texts_embedded"], again["points_dense_filled"]) == (0, 0, 0)
+    assert again["glance_points"] == 0  # every session is indexed: nothing to glance at
+
+
+PLANTED = "the ultramarine quokka tessellation broke the zephyrine 7431 build"
+
+
+def _planted_copy(corpus: tuple[Path, dict[str, Any]], dest: Path) -> tuple[Path, str]:
+    """A copy of the corpus with `PLANTED` appended as the last prompt of its oldest session."""
+    import shutil
+
+    claude, truth = corpus
+    shutil.copytree(claude, dest)
+    oldest = min((s for s in truth["sessions"] if not s["malformed_lines"] and s.get("ended_at")),
+                 key=lambda s: s["started_at"])
+    main = dest / oldest["file"]
+    records = [json.loads(ln) for ln in main.read_text().splitlines() if ln.strip().startswith("{")]
+    user = next(r for r in records
+                if r.get("type") == "user" and isinstance((r.get("message") or {}).get("content"), str))
+    planted = dict(user, uuid="00000000-0000-4000-8000-0000000a11ce", timestamp=oldest["ended_at"],
+                   message={"role": "user", "content": PLANTED})
+    with main.open("a") as fh:
+        fh.write(json.dumps(planted) + "\n")
+    return dest, oldest["session_id"]
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_the_glance_alone_makes_the_oldest_session_findable_and_the_backfill_replaces_it(
+        corpus: tuple[Path, dict[str, Any]], dense_embedder: Any, tmp_path: Path) -> None:
+    claude, oldest = _planted_copy(corpus, tmp_path / "claude")
+    settings = load_settings(claude, jacked_home=str(tmp_path / "home"), user_name="ada")
+    seen: list[tuple[str, int, int]] = []
+
+    def stop_after_glance(phase: str, done: int, total: int) -> None:
+        seen.append((phase, done, total))
+        if phase != "glance":
+            raise _Stop  # the glance is done: stop before the scan reads anything
+
+    with pytest.raises(_Stop):
+        Indexer(settings).backfill(progress=stop_after_glance)
+    glanced = [s for s in seen if s[0] == "glance"]
+    assert glanced[-1][1] == glanced[-1][2] == len(corpus[1]["sessions"])
+    state = backfill_state(settings.home)
+    assert state is not None and state["glance"]["sessions_done"] == state["glance"]["sessions_total"] > 0
+    found = search_many(settings, [f'"{PLANTED}"'], SearchOptions(limit=3))[0]
+    assert found["results"][0]["session_id"] == oldest and found["results"][0]["exact"]
+    assert found["results"][0]["matches"][0]["text"] == PLANTED
+    # words of a prompt, unquoted: the sessions rank by their words alone (no dense vector yet)
+    found = search_many(settings, ["zephyrine tessellation quokka"], SearchOptions(limit=3))[0]
+    assert found["results"][0]["session_id"] == oldest
+    home = settings.home
+    glance = _glance_points(home)
+    assert len(glance) >= len(corpus[1]["sessions"])
+    for point in _points(home).values():  # nothing but glance points: the lexical pass wrote none yet
+        payload = json.loads(point[4])
+        assert payload["glance"] and payload["content_type"] == "user_message" and point[1] is False
+        assert payload["content_hash"].startswith("-") and payload["agent"] == "claude"
+
+    report = Indexer(settings).backfill()  # the same backfill, run to its end
+    assert not report.errors and report.glance is not None and report.glance.swept == len(glance)
+    assert _glance_points(home) == []
+    from jacked.catalog import Catalog
+
+    catalog = Catalog(settings.catalog_path)
+    try:  # what the store holds is what the catalog recorded (kill -9 parity: the next test)
+        assert catalog.db.execute("SELECT COUNT(*) FROM index_points").fetchone()[0] == len(_points(home))
+    finally:
+        catalog.close()
+    found = search_many(settings, [f'"{PLANTED}"'], SearchOptions(limit=3))[0]
+    assert found["results"][0]["session_id"] == oldest
+
+
+def test_kill9_during_the_glance_then_rerun_gives_the_points_of_a_clean_run(
+        corpus: tuple[Path, dict[str, Any]], clean: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path) -> None:
+    from jacked.index.glance import CONTENT_TYPE, MARK
+    from jacked.index.store import SearchFilter
+    from jacked.index.store.edge import EdgeStore
+
+    claude, _ = corpus
+    report, want = clean
+    assert report["glance_points"] > 0
+    assert not [p for p in want.values() if json.loads(p[4]).get("glance")]  # none outlives a backfill
+
+    for attempt in range(3):
+        home = tmp_path / f"killed{attempt}"
+        proc = subprocess.Popen(JACKED + ["backfill", "--json"], env=_env(claude, home),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while not (home / "index" / "shard").exists() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            # Queue for the index: the backfill lets waiters in after each batch of glance points;
+            # holding it, kill the backfill where it stands.
+            store = EdgeStore(home / "index", lock_timeout=120).open(None, None)
+            try:
+                phase = _progress(home).get("phase")
+                glanced = store.count(SearchFilter(content_types=[CONTENT_TYPE], extra=[("set", MARK, None)]))
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+            finally:
+                store.close()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if phase == "glance" and glanced > 0:
+            break
+    else:
+        pytest.fail("never let in during the glance")
+    last = _backfill_json(claude, home)
+    assert not last["errors"] and last["glance_points"] == glanced  # glanced again, then replaced
+    assert _points(home) == want
 
 
 def test_lexical_pass_first_search_finds_by_words_then_dense_pass_fills_in(

@@ -151,3 +151,25 @@ def payload_version(catalog: Catalog, user_name: str) -> int:
 def set_payload_version(catalog: Catalog, user_name: str, version: int) -> None:
     catalog.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
                        (f"payload_version:{user_name}", version, version))
+
+
+def indexed_session_ids(catalog: Catalog, user_name: str) -> set[str]:
+    """Sessions `user_name` has (or had, before a crash) points of: any index record at all."""
+    return {r[0] for r in catalog.db.execute("SELECT session_id FROM index_sessions WHERE user_name = ?",
+                                             (user_name,))}
+
+
+def _glance_key(user_name: str) -> str:
+    return f"glance_pending:{user_name}"
+
+
+def glance_pending(catalog: Catalog, user_name: str) -> bool:
+    """Whether glance points of `user_name` may be in the store (jacked.index.glance)."""
+    row = catalog.db.execute("SELECT value FROM meta WHERE key = ?", (_glance_key(user_name),)).fetchone()
+    return bool(row and int(row[0]))
+
+
+def set_glance_pending(catalog: Catalog, user_name: str, pending: bool) -> None:
+    value = 1 if pending else 0
+    catalog.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
+                       (_glance_key(user_name), value, value))

@@ -7,7 +7,9 @@ vectors), vanished units are deleted. The store is written before the catalog re
 and a session is marked dirty while in flight, so a crash at any point is repaired by the
 next run: no point is lost, duplicated or orphaned.
 
-A backfill makes search useful long before it ends: it reads the sessions newest first, a
+A backfill makes search useful long before it ends. It first glances at every Claude session not
+indexed yet (its prompts only, a BM25 point each: findable by them within seconds; see
+jacked.index.glance), then reads the sessions newest first, a
 chunk at a time, and writes each chunk's points at once with their BM25 vectors only (the
 lexical pass: no embedding, so every session is findable by its words within minutes); the
 dense vectors are filled in afterwards, newest sessions first (the dense pass), and the points
@@ -31,6 +33,7 @@ from typing import Any
 from jacked.catalog import Catalog, index_state
 from jacked.config import Settings
 from jacked.index.extract import Document, Extractor
+from jacked.index.glance import Glance, GlanceReport
 from jacked.ingest.agents import source_roots
 from jacked.ingest.privacy import Privacy
 from jacked.ingest.scan import ScanReport, Scanner
@@ -66,6 +69,7 @@ class IndexReport:
     points_deleted: int = 0
     texts_embedded: int = 0
     points_dense_filled: int = 0  # points given their dense vector by the dense pass
+    glance: GlanceReport | None = None  # the glance a backfill starts with
     optimize_seconds: float = 0.0  # of `seconds`, spent building the store's segments and graphs
     lines_skipped: int = 0
     errors: list[str] = field(default_factory=list)
@@ -81,6 +85,9 @@ class IndexReport:
             "lines_skipped": self.lines_skipped, "errors": self.errors, "seconds": round(self.seconds, 3),
             "sessions_scanned": self.scan.sessions_scanned if self.scan else 0,
             "tool_results_missing": self.scan.tool_results_missing if self.scan else 0,
+            "glance_sessions": self.glance.sessions if self.glance else 0,
+            "glance_points": self.glance.points if self.glance else 0,
+            "glance_seconds": round(self.glance.seconds, 3) if self.glance else 0.0,
         }
 
 
@@ -114,6 +121,7 @@ class Indexer:
         self._dense = None
         self._sparse = None
         self._store_has_user = True
+        self._glance: Glance | None = None  # a backfill's, while its glance points may be in the store
 
     # ------------------------------------------------------------------ encoders
     @property
@@ -157,11 +165,13 @@ class Indexer:
 
     # ------------------------------------------------------------------ entry points
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> IndexReport:
-        """Scan the Claude directory newest first, writing each chunk's lexical points as it goes,
-        then fill in the dense vectors (newest sessions first); see the module doc."""
+        """Glance at the sessions not indexed yet, scan the Claude directory newest first, writing each
+        chunk's lexical points as it goes, then fill in the dense vectors (newest sessions first); see
+        the module doc."""
         t0 = time.perf_counter()
+        privacy = Privacy.from_settings(self.settings)
         scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
-                         archive=self.settings.archive, privacy=Privacy.from_settings(self.settings))
+                         archive=self.settings.archive, privacy=privacy)
         only = None
         if repo:
             only = lambda g: self._group_repo(g) == repo  # noqa: E731 - tiny predicate
@@ -171,6 +181,17 @@ class Indexer:
         log = BackfillLog(self.settings.home)
         with self.open_store(recreate=rebuild) as store:
             self._upgrade_payloads(store)
+            glance = self._glance = Glance(self.catalog, self.user, self.machine, self.sparse, privacy,
+                                           scanner.projects_dir, repo)
+
+            def glance_progress(d: int, n: int) -> None:
+                log.glance(d, n)
+                if progress:
+                    progress("glance", d, n)
+
+            log.glance_start()
+            report.glance = glance.run(store, glance_progress)
+            log.glance_done()
             done: set[str] = set()
 
             def scan_progress(d: int, n: int) -> None:
@@ -181,6 +202,7 @@ class Indexer:
             def lexical(session_ids: list[str]) -> None:
                 # Sessions scanned: their lexical points now, before older sessions are read.
                 self._index_sessions(store, session_ids, report, None, lexical=True)
+                glance.drop(store, session_ids)  # their points are written (or they are not to be)
                 done.update(session_ids)
                 log.lexical(len(done))
                 if progress:
@@ -192,6 +214,8 @@ class Indexer:
             report.lines_skipped, report.errors = scan.lines_skipped, list(scan.errors)
             # Sessions the chunks did not cover (restored from the archive, other agents', prompt-only).
             lexical([sid for sid in scan.session_ids if sid not in done])
+            glance.finish(store)
+            self._glance = None
             self.purge_forgotten(store)
             self._fill_dense(store, report, progress, log)
             if report.points_written + report.points_dense_filled >= OPTIMIZE_AFTER_POINTS:
@@ -340,8 +364,12 @@ class Indexer:
         report.sessions_unchanged += fresh
         from jacked.index.store import SearchFilter
 
-        # A user with no points at all needs no per-session look into the store.
-        self._store_has_user = bool(stale) and store.count(SearchFilter(user_name=self.user)) > 0
+        # A user with no points at all needs no per-session look into the store (glance points do
+        # not count: the backfill replaces them itself).
+        held = store.count(SearchFilter(user_name=self.user)) if stale else 0
+        if held and self._glance is not None and self._glance.live:
+            held -= self._glance.count(store)
+        self._store_has_user = held > 0
         pending: list[tuple[str, int, list[Document], dict[str, str]]] = []
         pending_docs = 0
         for i, sid in enumerate(stale):
@@ -514,6 +542,7 @@ class BackfillLog:
         now = time.time()
         self.data: dict[str, Any] = {
             "pid": os.getpid(), "started_at": now, "updated_at": now, "phase": "scan",
+            "glance": {"sessions_done": 0, "sessions_total": 0, "started_at": None, "finished_at": None},
             "scan": {"done": 0, "total": 0},
             "lexical": {"sessions_done": 0, "sessions_total": 0, "started_at": now, "finished_at": None},
             "dense": {"points_done": 0, "points_total": 0, "texts_embedded": 0, "started_at": None,
@@ -525,6 +554,19 @@ class BackfillLog:
     @property
     def total(self) -> int:
         return int(self.data["scan"]["total"])
+
+    def glance_start(self) -> None:
+        self.data["phase"] = "glance"
+        self.data["glance"]["started_at"] = time.time()
+        self._write(force=True)
+
+    def glance(self, done: int, total: int) -> None:
+        self.data["glance"].update(sessions_done=done, sessions_total=total)
+        self._write(force=done == 0)
+
+    def glance_done(self) -> None:
+        self.data["glance"]["finished_at"] = self.data["lexical"]["started_at"] = time.time()  # its ETA starts now
+        self.phase("scan")
 
     def scan(self, done: int, total: int) -> None:
         self.data["scan"] = {"done": done, "total": total}
@@ -592,7 +634,8 @@ def backfill_state(home: Path) -> dict[str, Any] | None:
     running = data.get("phase") != "done" and pid > 0 and _alive(pid)
     data["running"] = running
     now = time.time()
-    for name, done_key, total_key in (("lexical", "sessions_done", "sessions_total"),
+    for name, done_key, total_key in (("glance", "sessions_done", "sessions_total"),
+                                      ("lexical", "sessions_done", "sessions_total"),
                                       ("dense", "points_done", "points_total")):
         part = data.get(name) or {}
         done, total, since = part.get(done_key) or 0, part.get(total_key) or 0, part.get("started_at")

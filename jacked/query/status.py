@@ -1,7 +1,8 @@
 """`jacked status`: what the index and the catalog hold, and how far a backfill is.
 
 `backfill` (when one ever ran here): its phase, whether it is running, and per pass what is
-done of how much with an ETA from its pace so far — the lexical pass (sessions whose points are
+done of how much with an ETA from its pace so far — the glance (sessions findable by their
+prompts, jacked.index.glance), the lexical pass (sessions whose points are
 written, findable by their words) and the dense pass (points given their dense vector). The
 counts `sessions_lexical`, `sessions_indexed` (complete) and `points_pending_dense` come from the
 catalog, so they are right after a backfill was stopped too (the next one resumes there).
@@ -48,10 +49,12 @@ def status(settings: Settings) -> dict[str, Any]:
     out["points_pending_dense"] = counts["points_pending_dense"]
     state = backfill_state(settings.home)
     if state is not None:
-        lex, dense = state.get("lexical") or {}, state.get("dense") or {}
+        lex, dense, glance = state.get("lexical") or {}, state.get("dense") or {}, state.get("glance") or {}
         out["backfill"] = {
             "running": state["running"], "phase": state.get("phase"), "pid": state.get("pid"),
             "started_at": state.get("started_at"), "updated_at": state.get("updated_at"),
+            "glance": {"sessions_done": glance.get("sessions_done", 0),
+                       "sessions_total": glance.get("sessions_total", 0), "eta_seconds": glance.get("eta_seconds")},
             "lexical": {"sessions_done": lex.get("sessions_done", 0), "sessions_total": lex.get("sessions_total", 0),
                         "eta_seconds": lex.get("eta_seconds")},
             "dense": {"points_done": dense.get("points_done", 0), "points_total": dense.get("points_total", 0),

@@ -127,14 +127,14 @@ class SearchFilter:
     user_name: str | None = None
     session_ids: list[str] | None = None
     since_ts: float | None = None  # payload ts >= since_ts (epoch seconds)
-    extra: list[tuple[str, str, Any]] = field(default_factory=list)  # more ("value"|"any"|"gte", key, operand)
+    extra: list[tuple[str, str, Any]] = field(default_factory=list)  # more ("value"|"any"|"gte"|"set", key, operand)
 
     def matches_nothing(self) -> bool:
         """True when an empty value list makes the filter unsatisfiable."""
         return self.content_types == [] or self.session_ids == []
 
     def conditions(self) -> list[tuple[str, str, Any]]:
-        """Backend-neutral conditions: ``("value"|"any"|"gte", field, operand)``."""
+        """Backend-neutral conditions: ``("value"|"any"|"gte"|"set", field, operand)``."""
         out: list[tuple[str, str, Any]] = []
         if self.content_types is not None:
             out.append(("any", "content_type", list(self.content_types)))
@@ -318,6 +318,15 @@ class VectorStore(abc.ABC):
     def delete_where(self, user_name: str | None = None, session_id: str | None = None) -> int:
         """Delete points matching every given field; return how many were deleted."""
 
+    def delete_marked(self, field: str, flt: SearchFilter | None = None) -> int:
+        """Delete the points whose payload has `field` set (a marker, such as a backfill's glance
+        points' `glance`), of those `flt` passes (indexed fields narrow the search); how many went."""
+        return self._delete_filtered(self._filter(flt, [("set", field, None)]))
+
+    @abc.abstractmethod
+    def _delete_filtered(self, flt: Any) -> int:
+        """Delete the points a backend filter matches; how many went."""
+
     @abc.abstractmethod
     def set_payload_where(self, values: dict[str, Any], user_name: str) -> None:
         """Set payload fields on every point of a user (an upgrade giving old points a new field)."""
@@ -401,7 +410,9 @@ class VectorStore(abc.ABC):
 
     @abc.abstractmethod
     def _condition(self, op: str, key: str, operand: Any) -> Any:
-        """One filter condition: `op` is "value" (equals), "any" (one of) or "gte" (float range)."""
+        """One filter condition: `op` is "value" (equals), "any" (one of), "gte" (float range) or "set"
+        (the field has a value; `operand` unused: Qdrant Edge's binding reads a bool as an int, so a
+        marker is matched by its presence)."""
 
     @abc.abstractmethod
     def _all_of(self, conditions: list[Any]) -> Any:

@@ -549,6 +549,8 @@ class EdgeStore(VectorStore):
             return qe.FieldCondition(key=key, match=qe.MatchValue(operand))
         if op == "any":
             return qe.FieldCondition(key=key, match=qe.MatchAny(operand))
+        if op == "set":
+            return qe.FieldCondition(key=key, is_empty=False)
         return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=operand))  # "gte"
 
     def _all_of(self, conditions: list[Any]) -> Any:
@@ -609,9 +611,11 @@ class EdgeStore(VectorStore):
 
     def delete_where(self, user_name: str | None = None, session_id: str | None = None) -> int:
         """Delete the points of a user and/or a session; return how many went."""
+        return self._delete_filtered(self._filter(None, where_conditions(user_name, session_id)))
+
+    def _delete_filtered(self, flt: Any) -> int:
         import qdrant_edge as qe
 
-        flt = self._filter(None, where_conditions(user_name, session_id))
         with self._mutex, self._errors("delete"):
             shard = self._require()
             n = shard.count(qe.CountRequest(exact=True, filter=flt))

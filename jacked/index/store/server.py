@@ -207,6 +207,8 @@ class ServerStore(VectorStore):
             return models.FieldCondition(key=key, match=models.MatchValue(value=operand))
         if op == "any":
             return models.FieldCondition(key=key, match=models.MatchAny(any=operand))
+        if op == "set":
+            return models.FieldCondition(key=key, is_empty=False)
         return models.FieldCondition(key=key, range=models.Range(gte=operand))  # "gte"
 
     def _all_of(self, conditions: list[Any]) -> Any:
@@ -257,9 +259,11 @@ class ServerStore(VectorStore):
 
     def delete_where(self, user_name: str | None = None, session_id: str | None = None) -> int:
         """Delete the points of a user and/or a session; return how many went."""
+        return self._delete_filtered(self._filter(None, where_conditions(user_name, session_id)))
+
+    def _delete_filtered(self, flt: Any) -> int:
         from qdrant_client import models
 
-        flt = self._filter(None, where_conditions(user_name, session_id))
         with self._errors("delete"):
             client = self._require()
             n = client.count(self.collection, count_filter=flt, exact=True).count

@@ -154,6 +154,24 @@ def discover(projects_dir: Path, flat_parent: Callable[[Path], str | None] | Non
     return sorted(sessions.values(), key=lambda s: (s.project_dir, s.session_id))
 
 
+def main_files(projects_dir: Path) -> list[tuple[str, str, Path]]:
+    """(session id, project folder, path) of every session's main file under `projects_dir`
+    (`<project>/<session>.jsonl`, regular files only), unsorted: what a glance reads. Unlike
+    `discover`, no agent file is opened and no session folder is listed."""
+    out: list[tuple[str, str, Path]] = []
+    if not projects_dir.is_dir():
+        return out
+    errors: list[str] = []  # what cannot be listed is the full scan's to report
+    for project in _listing(projects_dir, errors):
+        if _kind(project) != "dir":
+            continue
+        for entry in _listing(project.path, errors):
+            name = entry.name
+            if name.endswith(".jsonl") and not name.startswith("agent-") and _kind(entry) == "file":
+                out.append((name[:-len(".jsonl")], project.name, Path(entry.path)))
+    return out
+
+
 def session_dir_files(session_dir: str | os.PathLike[str], errors: list[str] | None = None,
                       ) -> tuple[list[SubagentFile], list[SubagentFile], list[Path]]:
     """(subagent files, compaction files, tool-results files) of a `<session>/` folder.

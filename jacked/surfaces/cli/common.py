@@ -85,7 +85,8 @@ def progress_bar(enabled: bool) -> Iterator[object]:
 
         def update(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
-                label = {"scan": "reading sessions", "optimize": "building the search index"}.get(stage, "indexing")
+                label = {"glance": "glancing at prompts", "scan": "reading sessions",
+                         "optimize": "building the search index"}.get(stage, "indexing")
                 tasks[stage] = bar.add_task(label, total=total)
             bar.update(tasks[stage], completed=done, total=total)  # type: ignore[arg-type]
             now = time.monotonic()

@@ -91,6 +91,10 @@ def _print_backfill(data: dict) -> None:
     lex, dense = bf.get("lexical") or {}, bf.get("dense") or {}
     state = f"running (pid {bf.get('pid')}, {bf.get('phase')})" if bf.get("running") else "stopped: `jacked backfill` resumes it"
     typer.echo(f"  backfill {state}")
+    if bf.get("running") and bf.get("phase") == "glance":
+        glance = bf.get("glance") or {}
+        typer.echo(f"    glance (findable by prompts): {glance.get('sessions_done', 0)}/"
+                   f"{glance.get('sessions_total', 0)} sessions{eta(glance.get('eta_seconds'))}")
     typer.echo(f"    lexical pass (findable by words): {data.get('sessions_lexical', 0)}/{data['sessions']} sessions"
                f"{eta(lex.get('eta_seconds')) if bf.get('phase') in ('scan', 'lexical') else ''}")
     typer.echo(f"    dense pass (semantic search): {pending} points waiting"
