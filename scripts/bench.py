@@ -584,16 +584,46 @@ def _backfill_with_probe(claude: Path, home: Path, planted: dict[str, str]) -> d
                 found["seconds"] = time.perf_counter() - t0
                 return
 
+    peaks: dict[str, float] = {}
     thread = threading.Thread(target=probe, daemon=True)
     thread.start()
+    watcher = threading.Thread(target=_watch_tree, args=(home, stop, peaks), daemon=True)
+    watcher.start()
     try:
         wall, cpu, mb, stdout = _measured(_JACKED + ["backfill", "--json"], env)
     finally:
         stop.set()
         thread.join(timeout=330)
+        watcher.join(timeout=5)
     report = json.loads(stdout)
     return {"wall": wall, "cpu": cpu, "rss": mb, "found_s": found.get("seconds", float("nan")),
-            "points": report["points_written"], "texts": report["texts_embedded"], "errors": len(report["errors"])}
+            "points": report["points_written"], "texts": report["texts_embedded"], "errors": len(report["errors"]),
+            **peaks}
+
+
+def _watch_tree(home: Path, stop: threading.Event, peaks: dict[str, float]) -> None:
+    """Peak resident set of the backfill process itself and of the optimizer processes it starts,
+    each split into anonymous memory and file pages (the shard's memory-mapped segment files, which
+    the kernel can drop at will): what ru_maxrss (the largest of them) does not say."""
+    import os
+
+    mark = f"JACKED_HOME={home}".encode()
+    while not stop.wait(0.5):
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if mark not in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                    continue
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            kind = "backfill" if b"backfill" in cmd else "optimizer" if b"EdgeShard.load" in cmd else None
+            if kind is None:
+                continue  # the probes' searches
+            fields = {ln.split(":")[0]: int(ln.split()[1]) / 1024 for ln in status.splitlines()
+                      if ln.startswith(("VmRSS", "RssAnon", "RssFile"))}
+            for name, key in (("rss", "VmRSS"), ("anon", "RssAnon"), ("file", "RssFile")):
+                peaks[f"{kind}_{name}"] = max(peaks.get(f"{kind}_{name}", 0.0), fields.get(key, 0.0))
 
 
 _TEXTS = """
@@ -760,7 +790,10 @@ def bench_scale(claude_dir: Path, repeat: int) -> dict[str, float]:
             print(f"scale: {n} sessions ({_du(corpus / 'projects') / 1e6:.0f} MB of transcripts) ...", flush=True)
             bf = _backfill_with_probe(corpus, home, planted)
             row.update(backfill_s=bf["wall"], backfill_cpu=bf["cpu"], rss_backfill=bf["rss"], points=bf["points"],
-                       texts=bf["texts"], planted_found_s=bf["found_s"])
+                       texts=bf["texts"], planted_found_s=bf["found_s"],
+                       bf_main_rss=bf.get("backfill_rss", 0.0), bf_main_anon=bf.get("backfill_anon", 0.0),
+                       bf_opt_rss=bf.get("optimizer_rss", 0.0), bf_opt_anon=bf.get("optimizer_anon", 0.0),
+                       bf_opt_file=bf.get("optimizer_file", 0.0))
             bare = _bare_model(home, env)
             row.update(bare_s=bare["wall"], bare_cpu=bare["cpu"])
             wall, _, _, out = _measured(_JACKED + ["backfill", "--json"], env)
@@ -804,6 +837,9 @@ def _print_scale(r: dict[str, float], first: dict[str, float]) -> None:
     print(f"    planted phrase (oldest session) found by search after {r['planted_found_s']:.0f} s (goal <= 60)")
     print(f"    unchanged re-run         : {r['rerun_s']:8.2f} s, {int(r['rerun_embedded'])} texts embedded")
     print(f"    peak RSS backfill        : {r['rss_backfill']:6.0f} MB{flat('rss_backfill')}")
+    print(f"      of which: the backfill process {r['bf_main_rss']:.0f} MB (anon {r['bf_main_anon']:.0f}); "
+          f"its optimizer child {r['bf_opt_rss']:.0f} MB (anon {r['bf_opt_anon']:.0f}, mapped segment files "
+          f"{r['bf_opt_file']:.0f}){flat('bf_main_rss')} (main)")
     print(f"    peak RSS cold search     : {r['rss_search']:6.0f} MB in {r['search_cold_s']:.2f} s (goal <= 300 MB, "
           f"<= 1.0 s){flat('rss_search')}")
     print(f"    peak RSS index --hook    : {r['rss_hook']:6.0f} MB in {r['hook_s']:.2f} s{flat('rss_hook')}")

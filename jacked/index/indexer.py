@@ -208,6 +208,7 @@ class Indexer:
                 if progress:
                     progress("lexical", len(done), log.total)
                 store.let_waiters_in()
+                store.release_memory()  # the chunk's sessions, documents and written pages
 
             scan = scanner.scan(progress=scan_progress, only=only, on_chunk=lexical)
             report.scan = scan

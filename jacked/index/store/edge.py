@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from jacked.util.fs import atomic_write
+from jacked.util.memory import trim_heap
 from jacked.index.embed import SparseVector
 from jacked.index.store.base import (
     DENSE_VECTOR,
@@ -259,6 +260,7 @@ class EdgeStore(VectorStore):
                 self._upkeep = {}
                 self._write_upkeep()
         release_pages(self.path)
+        trim_heap()  # what the closed shard held before it was loaded again
 
     def _optimize_apart(self) -> bool:
         """Run the optimizers on the shard in a child process while this one, holding the lock,
@@ -304,6 +306,7 @@ class EdgeStore(VectorStore):
         long-lived reader after a burst of queries, and for writers after a flush."""
         with self._mutex:
             release_pages(self.path)
+        trim_heap()
 
     # -- upkeep record -------------------------------------------------------
 
@@ -798,6 +801,7 @@ class EdgeStore(VectorStore):
                 self._upkeep["reoptimize"] = True
                 self._write_upkeep()
         release_pages(self.path)
+        trim_heap()  # what the closed shard held before it was loaded again
         return {"points": kept, "seconds": round(time.perf_counter() - t0, 3)}
 
     def _recover_compaction(self) -> None:
