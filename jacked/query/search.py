@@ -302,30 +302,38 @@ class Searcher:
         # Verbatim matches first, whatever their weights: the user asked for that string.
         scored.sort()
         results: list[dict[str, Any]] = []
-        seen_dup: dict[str, dict[str, Any]] = {}
-        # Only the sessions that can still make the list are looked at closely, a page at a time.
+        seen_dup: dict[str, list[str]] = {}  # content key → the `also` list of the result shown for it
+        # Only the sessions that can still make the list are looked at closely, a page at a time;
+        # a copy of a session already listed is only named (`also`): nothing of it is read.
         for page in range(0, len(scored), opts.limit * 3):
             chunk = scored[page:page + opts.limit * 3]
             # A fork or resume that only repeats another session's turns is that session again.
             copies = self.catalog.copies_of([c[2] for c in chunk]) if self.catalog is not None else {}
-            shown = {sid: _best_points(sessions[sid], tops) for _, _, sid, _ in chunk}
-            wanted = [p["id"] for pts in shown.values() for p in pts if p["id"] not in self._shown]
-            self._shown.update((h.id, h.payload) for h in self.store.retrieve(wanted, SHOW_FIELDS))
-            payloads = self._shown
+            listed: list[tuple[str, float, float, list[dict[str, Any]], list[str]]] = []
             for _, neg_score, sid, relevance in chunk:
-                r = _result(sid, sessions[sid], shown[sid], payloads, -neg_score, relevance, now)
-                keys = [k for k in (r.pop("_dup"), "session:" + copies.get(sid, sid)) if k]
-                first = next((seen_dup[k] for k in keys if k in seen_dup), None)
-                if first is not None:
-                    first.setdefault("also", []).append(sid)
+                shown = _best_points(sessions[sid], tops)
+                keys = [k for k in (_content_key(sessions[sid], shown), "session:" + copies.get(sid, sid)) if k]
+                also = next((seen_dup[k] for k in keys if k in seen_dup), None)
+                if also is not None:
+                    also.append(sid)
                     continue
+                also = []
                 for k in keys:
-                    seen_dup[k] = r
-                results.append(r)
-                if len(results) >= opts.limit:
+                    seen_dup[k] = also
+                listed.append((sid, -neg_score, relevance, shown, also))
+                if len(results) + len(listed) >= opts.limit:
                     break
+            wanted = [p["id"] for *_, shown, _ in listed for p in shown if p["id"] not in self._shown]
+            self._shown.update((h.id, h.payload) for h in self.store.retrieve(wanted, SHOW_FIELDS))
+            for sid, score, relevance, shown, also in listed:
+                r = _result(sid, sessions[sid], shown, self._shown, score, relevance, now)
+                r["also"] = also  # filled by later copies, even from later pages
+                results.append(r)
             if len(results) >= opts.limit:
                 break
+        for r in results:
+            if not r["also"]:
+                del r["also"]
         self._fill_titles(results)
         return results
 
@@ -397,7 +405,6 @@ def _result(sid: str, s: _Session, points: list[dict[str, Any]], payloads: dict[
         "agent": m.get("agent") or "claude", "timestamp": ended,
         "started_at": m.get("session_started_at"), "age": relative_age(ended, now),
         "title": next((pl.get("title") for _, pl in shown if pl.get("title")), None),
-        "_dup": _content_key(s, points),
         "_best_dense": max(s.dense, default=0.0),
         "matches": [{"content_type": pl.get("content_type"), "text": _snippet(pl.get("text"), around=p.get("at")),
                      "score": round(p["score"], 6), "turn_index": pl.get("turn_index")} for p, pl in shown],
