@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from jacked.sources.claude.discover import SessionFiles
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code"
 REAL = FIXTURES / "real"
+GEN_CORPUS = FIXTURES.parents[1] / "tools" / "gen_corpus.py"
 DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"  # 2.0.55: plan mode, plan file, file-history snapshots
 SID = "11111111-2222-4333-8444-555555555555"
 _counter = itertools.count(1)
@@ -112,3 +115,10 @@ def scan_group(catalog: Catalog, claude: Path, group: SessionFiles) -> ScanRepor
 
 def inv_tuples(turn: dict[str, Any]) -> list[tuple[str, int, int, bool]]:
     return [(i["tool_name"], i["sequence"], i["parallel_group"], i["is_error"]) for i in turn["invocations"]]
+
+
+def generated_corpus(out: Path, sessions: int, seed: int) -> dict[str, Any]:
+    """A Claude directory of `sessions` written at `out` by the shared corpus generator; its truth."""
+    subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed)],
+                   check=True, capture_output=True)
+    return json.loads((out / "truth.json").read_text())

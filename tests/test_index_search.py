@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import REAL
+from kit import REAL, generated_corpus
 
 from jacked.config import load_settings
 from jacked.index.indexer import Indexer
 from jacked.query.search import SearchError, SearchOptions, search_many
 from jacked.index.store import ModelMismatch
 
-GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 BACKENDS = ["edge", "server"]
 
 
@@ -46,9 +43,7 @@ def _server_store(settings: Any) -> Any:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("corpus") / "claude"
-    subprocess.run([sys.executable, str(GEN), "--out", str(out), "--sessions", "12", "--seed", "11"],
-                   check=True, capture_output=True)
-    return out, json.loads((out / "truth.json").read_text())
+    return out, generated_corpus(out, 12, 11)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

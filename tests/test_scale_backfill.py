@@ -23,22 +23,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import generated_corpus
 
 from jacked.config import load_settings
 from jacked.index.content_types import DENSE_TYPES
 from jacked.index.indexer import Indexer, backfill_state
 from jacked.query.search import SearchOptions, search_many
 
-GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 JACKED = [sys.executable, "-m", "jacked.surfaces.cli.entry"]
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("corpus") / "claude"
-    subprocess.run([sys.executable, str(GEN), "--out", str(out), "--sessions", "30", "--seed", "5"],
-                   check=True, capture_output=True)
-    return out, json.loads((out / "truth.json").read_text())
+    return out, generated_corpus(out, 30, 5)
 
 
 @pytest.fixture(scope="module")
