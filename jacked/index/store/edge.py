@@ -92,6 +92,13 @@ MAX_SEGMENT_KB = 32 * 1024
 #: from memory-mapped files a full scan maps the whole matrix: a segment of 11,000 vectors that a
 #: backfill's second pass left half empty cost a cold search 35 MB that way. ~650 vectors here.
 FULL_SCAN_KB = 1_000
+#: Segments with more than this many KB of vectors get their indexes built when the optimizers
+#: run (Qdrant's default: 10 MB). Points written by a backfill's lexical pass have no dense vector
+#: yet, so their segments stayed under the default, counted as not optimised: every optimisation
+#: merged them again with the newest points, past `MAX_SEGMENT_KB` — one 357 MB segment at 10,000
+#: sessions, the optimizer child mapping 600 MB at 3,000. With a low threshold they are indexed,
+#: and so capped, once: 280 MB at 3,000 sessions.
+INDEXING_KB = 100
 #: The int8 quantization's range: the 1 % most extreme vector components are clipped.
 QUANTILE = 0.99
 #: Segments the merge optimizer aims for before it merges small ones (Edge merges everything
@@ -843,7 +850,8 @@ def _edge_config(qe: Any, dims: int) -> Any:
         hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=FULL_SCAN_KB, memory=cold),
         payload_memory=cold,
         id_tracker_memory=cold,
-        optimizers=qe.EdgeOptimizersConfig(max_segment_size=MAX_SEGMENT_KB, default_segment_number=SEGMENTS),
+        optimizers=qe.EdgeOptimizersConfig(max_segment_size=MAX_SEGMENT_KB, default_segment_number=SEGMENTS,
+                                           indexing_threshold=INDEXING_KB),
     )
 
 
@@ -856,7 +864,8 @@ def _config_is_current(shard_path: Path) -> bool:
         return (dense.get("memory") == "cold" and bool(dense.get("quantization_config"))
                 and (cfg.get("hnsw_config") or {}).get("full_scan_threshold") == FULL_SCAN_KB
                 and optimizers.get("max_segment_size") == MAX_SEGMENT_KB
-                and optimizers.get("default_segment_number") == SEGMENTS)
+                and optimizers.get("default_segment_number") == SEGMENTS
+                and optimizers.get("indexing_threshold") == INDEXING_KB)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
