@@ -16,6 +16,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 
 from jacked.catalog import Catalog
+from jacked.catalog.forget_queries import meta_flag, set_meta_flag
 
 #: `index_sessions.dirty` of a session whose points are all written, some without their dense vector yet.
 LEXICAL = 2
@@ -144,13 +145,11 @@ def cache_vectors(catalog: Catalog, vectors: Iterable[tuple[str, Iterable[float]
 
 def payload_version(catalog: Catalog, user_name: str) -> int:
     """Which payload upgrade this user's points have had (0: none yet)."""
-    row = catalog.db.execute("SELECT value FROM meta WHERE key = ?", (f"payload_version:{user_name}",)).fetchone()
-    return int(row[0]) if row else 0
+    return meta_flag(catalog, f"payload_version:{user_name}")
 
 
 def set_payload_version(catalog: Catalog, user_name: str, version: int) -> None:
-    catalog.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
-                       (f"payload_version:{user_name}", version, version))
+    set_meta_flag(catalog, f"payload_version:{user_name}", version)
 
 
 def indexed_session_ids(catalog: Catalog, user_name: str) -> set[str]:
@@ -165,11 +164,8 @@ def _glance_key(user_name: str) -> str:
 
 def glance_pending(catalog: Catalog, user_name: str) -> bool:
     """Whether glance points of `user_name` may be in the store (jacked.index.glance)."""
-    row = catalog.db.execute("SELECT value FROM meta WHERE key = ?", (_glance_key(user_name),)).fetchone()
-    return bool(row and int(row[0]))
+    return bool(meta_flag(catalog, _glance_key(user_name)))
 
 
 def set_glance_pending(catalog: Catalog, user_name: str, pending: bool) -> None:
-    value = 1 if pending else 0
-    catalog.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
-                       (_glance_key(user_name), value, value))
+    set_meta_flag(catalog, _glance_key(user_name), int(pending))

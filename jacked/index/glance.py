@@ -41,7 +41,7 @@ from jacked.ingest.privacy import Privacy, has_nomem
 from jacked.sources.claude.discover import main_files, repo_name_of
 from jacked.sources.claude.glance import Glimpse, glance
 from jacked.sources.redact import redact_many
-from jacked.util.time import parse_ts
+from jacked.util.time import epoch
 
 BATCH_POINTS = 1024  # points embedded and written per store round trip; waiters are let in between
 CONTENT_TYPE = "user_message"
@@ -55,11 +55,6 @@ def glance_point_id(session_id: str, n: int) -> str:
 def _hash(text: str) -> str:
     return index_state.PENDING + hashlib.blake2b(f"glance\0{text}".encode("utf-8", "surrogatepass"),
                                                  digest_size=16).hexdigest()
-
-
-def _epoch(ts: str | None) -> float:
-    dt = parse_ts(ts)
-    return dt.timestamp() if dt else 0.0
 
 
 @dataclass
@@ -185,7 +180,7 @@ class Glance:
                 if not text.strip():
                     continue
                 stamp = ts or g.started_at
-                payload = dict(base, text=text, content_hash=_hash(text), timestamp=stamp, ts=_epoch(stamp))
+                payload = dict(base, text=text, content_hash=_hash(text), timestamp=stamp, ts=epoch(stamp) or 0.0)
                 units.append((glance_point_id(g.session_id, n), text, payload))
                 n += 1
             if n:

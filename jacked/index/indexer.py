@@ -37,7 +37,7 @@ from jacked.index.glance import Glance, GlanceReport
 from jacked.ingest.agents import source_roots
 from jacked.ingest.privacy import Privacy
 from jacked.ingest.scan import ScanReport, Scanner
-from jacked.util.time import parse_ts
+from jacked.util.time import epoch
 
 BATCH_DOCS = 256  # documents embedded and written per store round trip: bounds memory
 # The lexical pass embeds nothing: larger round trips, still bounded.
@@ -96,11 +96,6 @@ def repo_id_of(cwd: str | None) -> str | None:
     if not cwd:
         return None
     return hashlib.blake2b(cwd.replace("\\", "/").rstrip("/").encode(), digest_size=8).hexdigest()
-
-
-def epoch(ts: str | None) -> float | None:
-    dt = parse_ts(ts)
-    return dt.timestamp() if dt else None
 
 
 def _vec_key(model: str, text: str) -> str:

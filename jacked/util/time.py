@@ -78,3 +78,9 @@ def parse_since(value: str, now: datetime | None = None, option: str = "--since"
     except OverflowError:  # a duration too long, or a date's zone shifting it out of range
         raise TimeParseError(f"{option} {value!r} is out of range (dates run from year 1 to 9999): "
                              "use a shorter duration or a date like 2026-01-31") from None
+
+
+def epoch(ts: str | None) -> float | None:
+    """Epoch seconds of an ISO timestamp (None when it does not parse)."""
+    dt = parse_ts(ts)
+    return dt.timestamp() if dt else None
