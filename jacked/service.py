@@ -26,10 +26,13 @@ class Jacked:
     """jacked for one user and one Claude directory."""
 
     def __init__(self, settings: Settings, scan: bool = True, rescan_seconds: float = 30.0,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, hold_index: bool = False) -> None:
         """`scan`: bring the catalog up to date before answering (False: answer from it as it is).
-        `warn`: where one-line warnings go (the CLI: stderr); None drops them."""
+        `warn`: where one-line warnings go (the CLI: stderr); None drops them. `hold_index`: keep the
+        index open between searches, handing it over when another process waits (a long-lived
+        server: `jacked mcp`)."""
         self.settings = settings
+        self.hold_index = hold_index
         self.scan_enabled = scan
         self.rescan_seconds = rescan_seconds
         self.warn = warn
@@ -52,10 +55,14 @@ class Jacked:
             from jacked.index.indexer import Indexer
 
             self._indexer = Indexer(self.settings, self.catalog)
+            if self.hold_index:
+                self._indexer.hold_store()
         return self._indexer
 
     def close(self) -> None:
-        """Close the catalog connection (the next call opens it again)."""
+        """Close the catalog connection and a held index (the next call opens them again)."""
+        if self._indexer is not None:
+            self._indexer.release_store()
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = self._indexer = None

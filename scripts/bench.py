@@ -445,7 +445,7 @@ def bench_ui(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str, f
 # ---------------------------------------------------------------------------------------------
 
 OPTS: dict[str, object] = {"sizes": "1000,3000", "cache": Path(tempfile.gettempdir()) / "jacked-bench-cache",
-                           "code": None}
+                           "code": None, "keep": None}
 # Planted in the oldest session of every scale corpus: words no generated session has.
 PLANTED = "the ultramarine quokka tessellation broke the zephyrine 7431 build"
 BARE_SAMPLE = 3000  # texts the bare model embeds (a random sample, scaled to all of them)
@@ -784,6 +784,7 @@ def bench_scale(claude_dir: Path, repeat: int) -> dict[str, float]:
         truth = json.loads((corpus / "truth.json").read_text())
         work = Path(tempfile.mkdtemp(prefix=f"jacked-scale-{n}-"))
         home = work / "home"
+        kept = Path(OPTS["keep"]) / f"home-{n}" if OPTS["keep"] else None  # type: ignore[arg-type]
         env = _scale_env(corpus, home)
         row: dict[str, float] = {"sessions": n}
         try:
@@ -815,6 +816,9 @@ def bench_scale(claude_dir: Path, repeat: int) -> dict[str, float]:
                        catalog_kb=sum(_du(home / f) for f in ("catalog.db", "catalog.db-wal")) / 1024 / sessions,
                        archive_kb=_du(home / "archive") / 1024 / sessions)
         finally:
+            if kept is not None and home.exists():
+                shutil.rmtree(kept, ignore_errors=True)
+                shutil.move(str(home), str(kept))
             shutil.rmtree(work, ignore_errors=True)
         rows.append(row)
         _print_scale(row, rows[0])
@@ -866,8 +870,11 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=OPTS["cache"], help="scale: where generated corpora are kept")
     ap.add_argument("--code", type=Path, default=None,
                     help="scale: run the jacked/ package under this folder instead (before/after figures)")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="scale: move each built JACKED_HOME to KEEP/home-<size> (to study an index afterwards)")
     args = ap.parse_args()
-    OPTS.update(sizes=args.sizes, cache=args.cache, code=args.code.resolve() if args.code else None)
+    OPTS.update(sizes=args.sizes, cache=args.cache, code=args.code.resolve() if args.code else None,
+                keep=args.keep.resolve() if args.keep else None)
     for name in args.only.split(","):
         BENCHES[name.strip()](args.claude_dir, args.repeat)
     return 0

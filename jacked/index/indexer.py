@@ -117,6 +117,7 @@ class Indexer:
         self._sparse = None
         self._store_has_user = True
         self._glance: Glance | None = None  # a backfill's, while its glance points may be in the store
+        self._held: Any = None  # a HeldStore, for a long-lived reader (`hold_store`)
 
     # ------------------------------------------------------------------ encoders
     @property
@@ -141,6 +142,12 @@ class Indexer:
 
         `on_locked` runs once this process holds the store (before a slow shard load).
         """
+        if self._held is not None:
+            self._held.close()  # one open store per process: a held one is opened again when next read
+        return self._open_store(recreate, must_exist, on_locked)
+
+    def _open_store(self, recreate: bool = False, must_exist: bool = False,
+                    on_locked: Callable[[], None] | None = None):  # type: ignore[no-untyped-def]
         from jacked.index.store import StoreNotFound
 
         store = self._store if self._store is not None else configured_store(self.settings)
@@ -157,6 +164,26 @@ class Indexer:
         opened = store.open(self.dense.model_name, self.dense.dims, recreate=recreate)
         locked()  # backends without a lock: now
         return opened
+
+    def hold_store(self) -> None:
+        """For a long-lived reader (MCP): keep the store open between `reading_store` calls,
+        handing it over whenever another process waits for it (jacked.index.held)."""
+        from jacked.index.held import HeldStore
+
+        if self._held is None:
+            self._held = HeldStore(lambda: self._open_store(must_exist=True))
+
+    def reading_store(self):  # type: ignore[no-untyped-def]
+        """The store, open, for the length of a `with` block that only reads it: held open across
+        calls after `hold_store`, otherwise opened and closed."""
+        if self._held is not None:
+            return self._held.use()
+        return self.open_store(must_exist=True)
+
+    def release_store(self) -> None:
+        """Close a store held by `hold_store` (the next read opens it again)."""
+        if self._held is not None:
+            self._held.close()
 
     # ------------------------------------------------------------------ entry points
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> IndexReport:

@@ -442,6 +442,6 @@ def search_many(settings: Settings, queries: list[str], opts: SearchOptions,
     for q in queries:
         sanitize_query(q)  # fail before any work on a bad line
     indexer = indexer or Indexer(settings)
-    with indexer.open_store(must_exist=True) as store:
+    with indexer.reading_store() as store:
         searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
         return [searcher.search(q, opts) for q in queries]

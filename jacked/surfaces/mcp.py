@@ -128,9 +128,9 @@ def _fit_json(items: list[Any], max_tokens: int, frame: int, whole: Callable[[li
 class JackedService:
     """The MCP tools over `Jacked`: arguments in, bounded JSON text out (tests call them directly)."""
 
-    def __init__(self, settings: Settings, scan: bool = True) -> None:
+    def __init__(self, settings: Settings, scan: bool = True, hold_index: bool = False) -> None:
         self.settings = settings
-        self.jacked = Jacked(settings, scan=scan, rescan_seconds=RESCAN_SECONDS)
+        self.jacked = Jacked(settings, scan=scan, rescan_seconds=RESCAN_SECONDS, hold_index=hold_index)
 
     @property
     def catalog(self) -> Catalog:
@@ -222,12 +222,12 @@ class JackedService:
                       "omitted": brief.omitted, "brief": brief.text})
 
 
-def build_server(settings: Settings, scan: bool = True) -> Any:
-    """The MCP server with jacked's tools registered."""
+def build_server(settings: Settings, scan: bool = True, hold_index: bool = False) -> Any:
+    """The MCP server with jacked's tools registered (`hold_index`: see `Jacked`)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    svc = JackedService(settings, scan=scan)
+    svc = JackedService(settings, scan=scan, hold_index=hold_index)
     server = MCPServer(
         "jacked",
         instructions=("Long-term memory of past Claude Code sessions: search them, read their turns, "
@@ -312,4 +312,7 @@ def build_server(settings: Settings, scan: bool = True) -> Any:
 
 def serve(settings: Settings) -> None:
     """Run the server on stdin/stdout until the client closes it."""
-    build_server(settings).run("stdio")
+    from jacked.util.lifetime import set_ends_soon
+
+    set_ends_soon(False)
+    build_server(settings, hold_index=True).run("stdio")

@@ -13,6 +13,9 @@ def run() -> None:
     # Everything jacked writes (catalog, index, archive, models, logs) holds what the transcripts
     # hold: owner-only, whatever the umask (022 would leave it world-readable).
     os.umask(0o077)
+    from jacked.util.lifetime import set_ends_soon
+
+    set_ends_soon(True)  # `jacked mcp` and `jacked ui` say otherwise when they start serving
     if sys.argv[1:] == ["index", "--hook"]:
         from jacked.config import load_settings
         from jacked.surfaces.hook import run_hook
