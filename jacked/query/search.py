@@ -18,6 +18,7 @@ the very same text are shown once. Every answer says how sure it is (`confidence
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -208,11 +209,15 @@ class Searcher:
         phrases = exact_phrases(q)
         # Quotes and backticks mark a phrase; the legs get the words alone.
         words = _QUOTED.sub(lambda m: m.group(1) or m.group(2), q) if phrases else q
+        # The model embeds the query on another thread (onnxruntime lets go of the GIL) while
+        # the lexical leg runs and the catalog is read for its hits.
+        dense_vec = _worker().submit(self.dense.embed_query, words)
         sparse_vec = self.sparse.embed_query(words)
-        dense_hits, lexical_hits = self.store.search_each(self.dense.embed_query(words), sparse_vec, flt,
-                                                          limit=CANDIDATES, fields=[])
+        _, lexical_hits = self.store.search_each(None, sparse_vec, flt, limit=CANDIDATES, fields=[])
+        keys = self._point_keys(list(dict.fromkeys(h.id for h in lexical_hits)))
+        dense_hits, _ = self.store.search_each(dense_vec.result(), None, flt, limit=CANDIDATES, fields=[])
+        keys.update(self._point_keys([i for i in dict.fromkeys(h.id for h in dense_hits) if i not in keys]))
         self._shown = {}  # point id → what a shown match needs (read once per query)
-        keys = self._point_keys(list(dict.fromkeys(h.id for h in dense_hits + lexical_hits)))
         sessions = self._sessions(dense_hits, lexical_hits, keys)
         if phrases:
             self._mark_exact(lexical_hits[:EXACT_CHECKED], keys, sessions, _phrase_patterns(phrases))
@@ -433,6 +438,17 @@ def _snippet(text: str | None, limit: int = SNIPPET_CHARS, around: int | None = 
     return t[:limit - 1] + "…"
 
 
+_WORKER: ThreadPoolExecutor | None = None
+
+
+def _worker() -> ThreadPoolExecutor:
+    """One thread for work that overlaps a query's own (the query's embedding)."""
+    global _WORKER
+    if _WORKER is None:
+        _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jacked-search")
+    return _WORKER
+
+
 def search_many(settings: Settings, queries: list[str], opts: SearchOptions,
                 indexer: Any | None = None) -> list[dict[str, Any]]:
     """Answer several queries with one model load and one store open (`search --batch`)."""
@@ -442,6 +458,7 @@ def search_many(settings: Settings, queries: list[str], opts: SearchOptions,
     for q in queries:
         sanitize_query(q)  # fail before any work on a bad line
     indexer = indexer or Indexer(settings)
+    indexer.preload_dense()  # the model loads while the store does (a cold search: ~0.25 s each)
     with indexer.reading_store() as store:
         searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
         return [searcher.search(q, opts) for q in queries]
