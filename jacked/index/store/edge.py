@@ -92,11 +92,12 @@ _UPKEEP = "index.upkeep.json"
 #: the appendable segment — whose indexes live in RAM and whose pages a writer keeps mapped —
 #: into memory-mapped, indexed segments, so neither grows with the corpus.
 OPTIMIZE_EVERY = 20_000
-#: Largest segment the optimizers build, in KB of dense vectors (~21k points of 384 dims): an
-#: HNSW build or a merge reads at most this much at once, however large the index grows. Below
-#: two optimisation rounds' worth (`OPTIMIZE_EVERY`), so full segments are never merged again:
-#: each point is indexed once, and a 10,000-session index has about a dozen segments.
-MAX_SEGMENT_KB = 32 * 1024
+#: Largest segment the optimizers build, in KB of dense vectors (~85k points of 384 dims): an
+#: HNSW build or a merge reads at most this much at once, however large the index grows. Every
+#: segment costs each load its flag files (15 of 1 MB, see `refill_flags`) and each query one
+#: more graph walk: with 32 MB, 11 segments at 10,000 sessions and a cold search mapping up to
+#: 320 MB at 3,000; with this, 4 at 3,000 sessions and 255 MB, the backfill no slower.
+MAX_SEGMENT_KB = 128 * 1024
 #: A segment with fewer vectors than this many KB is searched by reading every vector rather
 #: than through its HNSW graph (Qdrant's default, 10 MB, is ~6,600 vectors of 384 dims). Read
 #: from memory-mapped files a full scan maps the whole matrix: a segment of 11,000 vectors that a
@@ -113,7 +114,7 @@ INDEXING_KB = 100
 QUANTILE = 0.99
 #: Segments the merge optimizer aims for before it merges small ones (Edge merges everything
 #: into one or two by default: every optimisation then re-reads and re-indexes the whole index).
-SEGMENTS = 8
+SEGMENTS = 4
 #: Where the shard's parts live. Every part is memory-mapped and read on demand ("cold"), never
 #: loaded whole: a process maps the pages a query touches (the HNSW path, a few posting lists,
 #: the payloads shown), not the index. The OS page cache keeps the hot ones for everyone.
