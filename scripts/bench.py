@@ -617,7 +617,7 @@ def _watch_tree(home: Path, stop: threading.Event, peaks: dict[str, float]) -> N
                 status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue
-            kind = "backfill" if b"backfill" in cmd else "optimizer" if b"EdgeShard.load" in cmd else None
+            kind = "backfill" if b"backfill" in cmd else "optimizer" if b"shard.optimize()" in cmd else None
             if kind is None:
                 continue  # the probes' searches
             fields = {ln.split(":")[0]: int(ln.split()[1]) / 1024 for ln in status.splitlines()
