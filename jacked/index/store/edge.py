@@ -119,8 +119,9 @@ SEGMENTS = 4
 #: loaded whole: a process maps the pages a query touches (the HNSW path, a few posting lists,
 #: the payloads shown), not the index. The OS page cache keeps the hot ones for everyone.
 _CONFIG_VERSION = 2
-#: Shards a process that ends soon has closed, left open for its exit: index path -> (shard, lock).
-_LEFT_OPEN: dict[Path, tuple[Any, Any]] = {}
+#: Shards a process that ends soon has closed, left open for its exit: index path -> (shard, lock,
+#: time.time_ns() of its load).
+_LEFT_OPEN: dict[Path, tuple[Any, Any, int]] = {}
 
 
 class EdgeStore(VectorStore):
@@ -174,7 +175,7 @@ class EdgeStore(VectorStore):
         if left_open is None:
             self._acquire_lock()
         else:
-            shard, self._lock = left_open  # this process closed it a moment ago: still locked, still loaded
+            shard, self._lock, self._opened_at = left_open  # closed by this process: still locked and loaded
             if recreate:
                 shard.close()
                 shard = None
@@ -248,8 +249,7 @@ class EdgeStore(VectorStore):
                         if leave:
                             self._leave_open(shard)
                         else:
-                            shard.close()
-                            refill_flags(self.shard_path)  # for the next load (see there)
+                            close_shard(shard, self.shard_path)
                         self._save_written()
             finally:
                 if not leave:
@@ -263,7 +263,7 @@ class EdgeStore(VectorStore):
         import ctypes
 
         lock, self._lock = self._lock, None
-        _LEFT_OPEN[self.path.resolve()] = (shard, lock)
+        _LEFT_OPEN[self.path.resolve()] = (shard, lock, self._opened_at)
         for obj in (shard, lock):
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
         release_pages(self.path)
@@ -326,8 +326,6 @@ class EdgeStore(VectorStore):
         has it closed; then load it again. False (the shard loaded again, nothing lost) when the
         child could not do it, e.g. no interpreter to start: the caller optimises in-process."""
         import subprocess
-
-        import qdrant_edge as qe
 
         shard, self._shard = self._require(), None
         try:
@@ -419,16 +417,13 @@ class EdgeStore(VectorStore):
         waiting = self.waiters()
         if not waiting:
             return False
-        import qdrant_edge as qe
-
         with self._mutex:
             shard, self._shard = self._require(), None
             try:
                 with self._errors("flush"):
                     shard.flush()
             finally:
-                shard.close()
-                refill_flags(self.shard_path)
+                close_shard(shard, self.shard_path)
                 self._save_written()
                 self._unflushed = 0
                 self._release_lock()
@@ -955,6 +950,13 @@ def drop_from_page_cache(root: Path, modified_since: int = 0) -> int:
     return _advise(modified(), "POSIX_FADV_DONTNEED")
 
 
+def close_shard(shard: Any, shard_path: Path) -> None:
+    """Close `shard` (Qdrant drops its files from the page cache) and have the flag files the
+    next load reads put back (`refill_flags`)."""
+    shard.close()
+    refill_flags(shard_path)
+
+
 def refill_flags(shard_path: Path) -> int:
     """Qdrant reads every segment's flag files at load (1 MB each: the deleted points, and the
     null index of every payload index: 15 per segment) and then advises the kernel to drop them
@@ -1035,15 +1037,14 @@ if os.getppid() != int(sys.argv[2]):
     sys.exit(1)  # the parent is gone already
 from pathlib import Path
 import qdrant_edge as qe
-from jacked.index.store.edge import load_shard, refill_flags, release_pages
+from jacked.index.store.edge import close_shard, load_shard, release_pages
 shard = load_shard(Path(sys.argv[1]))
 release_pages(Path(sys.argv[1]))  # what the load read (its log, the appendable segment)
 try:
     shard.optimize()
     shard.flush()
 finally:
-    shard.close()
-refill_flags(Path(sys.argv[1]))
+    close_shard(shard, Path(sys.argv[1]))
 """
 
 
