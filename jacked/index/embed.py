@@ -540,6 +540,26 @@ class DenseEmbedder:
                     + ("" if isinstance(provider, OfflineMiniLM) else " (catalog models download on first use)")
                 ) from exc
 
+    def load_in_background(self) -> None:
+        """Start loading the model on a thread (e.g. while the store loads); the first embedding
+        waits for it, and raises again any failure.
+
+        The runtime's modules are imported first, on the calling thread: a thread importing
+        modules gives up the GIL at each file it reads and, while another thread runs Python,
+        waits up to a switch interval to get it back (numpy took 1.4 s so, against 0.08 s).
+        ONNX Runtime then builds its session mostly without the GIL."""
+        if self.is_loaded:
+            return
+        for module in ("numpy", "onnxruntime", "tokenizers"):
+            importlib.import_module(module)
+        threading.Thread(target=self._load_quietly, name="jacked-model", daemon=True).start()
+
+    def _load_quietly(self) -> None:
+        try:
+            self.load()
+        except Exception:  # noqa: BLE001 - the first embedding loads again and raises it where it is seen
+            pass
+
     def _counting_tokenizer(self) -> Tokenizer:
         """The model's own tokenizer without truncation or padding.
 

@@ -91,13 +91,6 @@ class IndexReport:
         }
 
 
-def _load_quietly(dense: Any) -> None:
-    try:
-        dense.load()
-    except Exception:  # noqa: BLE001 - the first embedding loads again and raises it where it is seen
-        pass
-
-
 def repo_id_of(cwd: str | None) -> str | None:
     """A stable id for a working directory (the real cwd, never the lossy folder name)."""
     if not cwd:
@@ -136,14 +129,9 @@ class Indexer:
         return self._dense
 
     def preload_dense(self) -> None:
-        """Start loading the dense model on a thread (onnxruntime lets go of the GIL while it
-        builds its session), e.g. while the store loads; the first embedding waits for it. A
-        failure is raised again by that first embedding."""
-        import threading
-
-        dense = self.dense
-        if not dense.is_loaded:
-            threading.Thread(target=_load_quietly, args=(dense,), name="jacked-model", daemon=True).start()
+        """Start loading the dense model on a thread, e.g. while the store loads (see
+        `DenseEmbedder.load_in_background`)."""
+        self.dense.load_in_background()
 
     @property
     def sparse(self):  # type: ignore[no-untyped-def]

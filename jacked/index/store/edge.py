@@ -928,11 +928,18 @@ def _wal_mark(shard_path: Path) -> object:
 
 def load_shard(shard_path: Path, config: Any = None) -> Any:
     """Load the Edge shard at `shard_path` (with `config`: made the shard's configuration), then
-    ask the kernel to read its flag files back into the page cache (`refill_flags`)."""
+    ask the kernel to read its flag files back into the page cache (`refill_flags`).
+
+    The refill runs on its own thread: each of its ~200 system calls lets go of the GIL, and while
+    the model loads on another thread each one waited up to a switch interval to get it back
+    (0.2 s of a cold search at 10,000 sessions, against 25 ms alone). The thread is not a daemon,
+    so the interpreter waits for it at exit and the next load finds the files cached."""
+    import threading
+
     import qdrant_edge as qe
 
     shard = qe.EdgeShard.load(str(shard_path)) if config is None else qe.EdgeShard.load(str(shard_path), config)
-    refill_flags(shard_path)
+    threading.Thread(target=refill_flags, args=(shard_path,), name="jacked-refill").start()
     return shard
 
 
