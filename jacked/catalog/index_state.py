@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Sequence
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, rows_in
 from jacked.catalog.forget_queries import meta_flag, set_meta_flag
 
 #: `index_sessions.dirty` of a session whose points are all written, some without their dense vector yet.
@@ -127,13 +127,8 @@ def forget_user(catalog: Catalog, user_name: str) -> None:
 
 def cached_vectors(catalog: Catalog, keys: Sequence[str]) -> dict[str, list[float]]:
     """The cached dense vectors of those `keys` that have one: key → vector."""
-    out: dict[str, list[float]] = {}
-    for start in range(0, len(keys), 500):  # SQLite caps the number of parameters
-        part = list(keys[start:start + 500])
-        for k, blob in catalog.db.execute(
-                f"SELECT key, vector FROM embed_cache WHERE key IN ({','.join('?' * len(part))})", part):
-            out[k] = array("f", blob).tolist()
-    return out
+    return {k: array("f", blob).tolist()
+            for k, blob in rows_in(catalog.db, "SELECT key, vector FROM embed_cache WHERE key IN (?*)", keys)}
 
 
 def cache_vectors(catalog: Catalog, vectors: Iterable[tuple[str, Iterable[float]]]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jacked.catalog import Catalog, repo_match
+from jacked.catalog import Catalog, repo_match, rows_in
 from jacked.catalog.stats_queries import session_filter
 
 # The columns `history.session_summary` reads: the list never loads plans or other big texts.
@@ -27,12 +27,8 @@ def repo_counts(catalog: Catalog) -> list[tuple[str, int, str | None]]:
 
 def list_rows(catalog: Catalog, session_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The list columns of those `session_ids` that have a row (any order)."""
-    out: list[dict[str, Any]] = []
-    for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
-        part = list(session_ids[i:i + 500])
-        out += [dict(r) for r in catalog.db.execute(
-            f"SELECT {LIST_COLUMNS} FROM sessions WHERE session_id IN ({','.join('?' * len(part))})", part)]
-    return out
+    return [dict(r) for r in rows_in(catalog.db, f"SELECT {LIST_COLUMNS} FROM sessions WHERE session_id IN (?*)",
+                                      session_ids)]
 
 
 def sessions_page(catalog: Catalog, repo: str | None, since: str | None, until: str | None, limit: int,

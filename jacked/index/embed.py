@@ -258,6 +258,10 @@ class _MeanPooledOnnx:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = threads
+        # ONNX Runtime's idle threads spin for a while after each run; on a laptop's few cores
+        # that took CPU from the search work that follows an embedding (in-process p50 at
+        # 10,000 sessions: 33 → 26 ms), for no measurable gain in embedding speed.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         optimized = _optimized_model(ort, model_dir)
         if optimized is not None:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL

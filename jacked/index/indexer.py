@@ -28,16 +28,17 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import Catalog, index_state
 from jacked.config import Settings
-from jacked.index.extract import Document, Extractor
-from jacked.index.glance import Glance, GlanceReport
-from jacked.ingest.agents import source_roots
-from jacked.ingest.privacy import Privacy
-from jacked.ingest.scan import ScanReport, Scanner
 from jacked.util.time import epoch
+
+if TYPE_CHECKING:  # imported where used: a search needs none of the readers (~60 ms of its start)
+    from jacked.index.extract import Document
+    from jacked.index.glance import Glance, GlanceReport
+    from jacked.ingest.privacy import Privacy
+    from jacked.ingest.scan import ScanReport, Scanner
 
 BATCH_DOCS = 256  # documents embedded and written per store round trip: bounds memory
 # The lexical pass embeds nothing: larger round trips, still bounded.
@@ -89,6 +90,12 @@ class IndexReport:
             "glance_points": self.glance.points if self.glance else 0,
             "glance_seconds": round(self.glance.seconds, 3) if self.glance else 0.0,
         }
+
+
+def _new_report() -> IndexReport:
+    from jacked.ingest.scan import ScanReport
+
+    return IndexReport(scan=ScanReport())
 
 
 def repo_id_of(cwd: str | None) -> str | None:
@@ -195,14 +202,16 @@ class Indexer:
         """Glance at the sessions not indexed yet, scan the Claude directory newest first, writing each
         chunk's lexical points as it goes, then fill in the dense vectors (newest sessions first); see
         the module doc."""
+        from jacked.index.glance import Glance
+        from jacked.ingest.privacy import Privacy
+
         t0 = time.perf_counter()
         privacy = Privacy.from_settings(self.settings)
-        scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
-                         archive=self.settings.archive, privacy=privacy)
+        scanner = self._scanner(privacy)
         only = None
         if repo:
             only = lambda g: self._group_repo(g) == repo  # noqa: E731 - tiny predicate
-        report = IndexReport(scan=ScanReport())
+        report = _new_report()
         if rebuild:
             index_state.forget_user(self.catalog, self.user)
         log = BackfillLog(self.settings.home)
@@ -317,7 +326,7 @@ class Indexer:
         then on, any other jacked process waits for this one and sees its work.
         """
         t0 = time.perf_counter()
-        report = IndexReport(scan=ScanReport())
+        report = _new_report()
         with self.open_store(on_locked=on_open) as store:
             self.index_groups(store, groups, report, progress)
         report.seconds = time.perf_counter() - t0
@@ -326,7 +335,7 @@ class Indexer:
     def index_sessions(self, session_ids: list[str]) -> IndexReport:
         """Index these cataloged sessions (already scanned) when they changed."""
         t0 = time.perf_counter()
-        report = IndexReport(scan=ScanReport())
+        report = _new_report()
         with self.open_store() as store:
             self._upgrade_payloads(store)
             self._index_sessions(store, session_ids, report, None)
@@ -337,9 +346,10 @@ class Indexer:
     def index_groups(self, store: Any, groups: list[Any], report: IndexReport,
                      progress: Progress | None = None) -> None:
         """Scan and index session groups into an already open store."""
+        from jacked.ingest.privacy import Privacy
+
         self._upgrade_payloads(store)
-        scanner = Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
-                         archive=self.settings.archive, privacy=Privacy.from_settings(self.settings))
+        scanner = self._scanner(Privacy.from_settings(self.settings))
         assert report.scan is not None
         for g in groups:
             scanner.scan_group(g, report.scan)
@@ -383,10 +393,19 @@ class Indexer:
         stale.sort(key=where.__getitem__)
         return stale, fresh
 
+    def _scanner(self, privacy: Privacy) -> Scanner:
+        from jacked.ingest.agents import source_roots
+        from jacked.ingest.scan import Scanner
+
+        return Scanner(self.catalog, self.settings.claude_dir, source_roots(self.settings.disabled_sources),
+                       archive=self.settings.archive, privacy=privacy)
+
     def _index_sessions(self, store: Any, session_ids: Iterable[str], report: IndexReport,
                         progress: Progress | None, lexical: bool = False) -> None:
         """Index the stale ones of `session_ids`; with `lexical`, dense vectors not in the cache
         are left for the dense pass (the points are written with their BM25 vector only)."""
+        from jacked.index.extract import Extractor
+
         extractor = Extractor(self.catalog, self._count_tokens, self.dense.max_tokens)
         stale, fresh = self._stale_sessions(session_ids)
         report.sessions_unchanged += fresh

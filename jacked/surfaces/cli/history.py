@@ -6,7 +6,6 @@ from typing import Any, Optional
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, progress_bar, require_projects, service, warn
-from jacked.sources.registry import label_of
 
 
 def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan report as JSON.")) -> None:
@@ -135,6 +134,8 @@ def _metrics_line(t: dict[str, Any]) -> str:
 
 def render_header(row: dict[str, Any], data: dict[str, Any]) -> str:
     from rich.markup import escape
+
+    from jacked.sources.registry import label_of  # here: every source's reader, ~60 ms to import
 
     title = row.get("title") or _one_line(row.get("first_prompt"))[:80] or "(untitled)"
     lines = [f"[bold]{escape(title)}[/bold]",
