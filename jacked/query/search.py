@@ -312,12 +312,16 @@ class Searcher:
         # a copy of a session already listed is only named (`also`): nothing of it is read.
         for page in range(0, len(scored), opts.limit * 3):
             chunk = scored[page:page + opts.limit * 3]
+            shown_of = {c[2]: _best_points(sessions[c[2]], tops) for c in chunk}
+            content_of = {sid: _content_key(sessions[sid], shown) for sid, shown in shown_of.items()}
             # A fork or resume that only repeats another session's turns is that session again.
-            copies = self.catalog.copies_of([c[2] for c in chunk]) if self.catalog is not None else {}
+            # Sessions whose best match was listed already are only named: no need to ask.
+            unseen = [sid for sid, key in content_of.items() if key not in seen_dup]
+            copies = self.catalog.copies_of(unseen) if self.catalog is not None and unseen else {}
             listed: list[tuple[str, float, float, list[dict[str, Any]], list[str]]] = []
             for _, neg_score, sid, relevance in chunk:
-                shown = _best_points(sessions[sid], tops)
-                keys = [k for k in (_content_key(sessions[sid], shown), "session:" + copies.get(sid, sid)) if k]
+                shown = shown_of[sid]
+                keys = [k for k in (content_of[sid], "session:" + copies.get(sid, sid)) if k]
                 also = next((seen_dup[k] for k in keys if k in seen_dup), None)
                 if also is not None:
                     also.append(sid)
