@@ -35,6 +35,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -523,22 +524,34 @@ _JACKED = [sys.executable, "-c", "import sys; from jacked.surfaces.cli.entry imp
 
 
 def _measured(cmd: list[str], env: dict[str, str], stdin: str | None = None,
-              timeout: float | None = None) -> tuple[float, float, float, str]:
-    """(wall s, CPU s of the process tree, peak RSS MB of the largest process, stdout) of a command."""
+              timeout: float | None = None) -> tuple[float, float, float, str, float]:
+    """(wall s, CPU s of the process tree, peak RSS MB of the largest process, stdout, peak anonymous
+    memory MB of the command's own process) of a command. The anonymous part is the process's own
+    memory; the rest of its RSS is file pages it maps (the index, libraries), which the kernel
+    shares between processes and can drop at will. Sampled every 5 ms, so a shorter peak is missed."""
     import json
     import subprocess
 
-    code = ("import json,resource,subprocess,sys,time;t=time.perf_counter();"
-            "p=subprocess.run(sys.argv[2:],input=sys.argv[1] or None,capture_output=True,text=True);"
-            "r=resource.getrusage(resource.RUSAGE_CHILDREN);"
-            "print(json.dumps([time.perf_counter()-t,r.ru_utime+r.ru_stime,r.ru_maxrss/1024,p.returncode,p.stdout,"
-            "p.stderr[-2000:]]))")
+    code = ("import json,resource,subprocess,sys,threading,time;t=time.perf_counter();"
+            "p=subprocess.Popen(sys.argv[2:],stdin=subprocess.PIPE,stdout=subprocess.PIPE,stderr=subprocess.PIPE,"
+            "text=True);anon=[0]\n"
+            "def watch():\n"
+            " while p.poll() is None:\n"
+            "  try: st=open(f'/proc/{p.pid}/status').read()\n"
+            "  except OSError: return\n"
+            "  kb=[int(l.split()[1]) for l in st.splitlines() if l.startswith('RssAnon')]\n"
+            "  anon[0]=max(anon[0],kb[0] if kb else 0); time.sleep(0.005)\n"
+            "w=threading.Thread(target=watch,daemon=True);w.start()\n"
+            "out,err=p.communicate(sys.argv[1] or None);w.join(1)\n"
+            "r=resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "print(json.dumps([time.perf_counter()-t,r.ru_utime+r.ru_stime,r.ru_maxrss/1024,p.returncode,out,"
+            "err[-2000:],anon[0]/1024]))")
     out = subprocess.run([sys.executable, "-c", code, stdin or ""] + cmd, capture_output=True, text=True, env=env,
                          timeout=timeout, check=True, cwd=_CWD)
-    wall, cpu, mb, rc, stdout, stderr = json.loads(out.stdout)
+    wall, cpu, mb, rc, stdout, stderr, anon = json.loads(out.stdout)
     if rc != 0:
         raise RuntimeError(f"{' '.join(cmd[-3:])} failed ({rc}): {stderr}")
-    return wall, cpu, mb, stdout
+    return wall, cpu, mb, stdout, anon
 
 
 def _du(path: Path) -> int:
@@ -591,7 +604,7 @@ def _backfill_with_probe(claude: Path, home: Path, planted: dict[str, str]) -> d
     watcher = threading.Thread(target=_watch_tree, args=(home, stop, peaks), daemon=True)
     watcher.start()
     try:
-        wall, cpu, mb, stdout = _measured(_JACKED + ["backfill", "--json"], env)
+        wall, cpu, mb, stdout, _ = _measured(_JACKED + ["backfill", "--json"], env)
     finally:
         stop.set()
         thread.join(timeout=330)
@@ -708,7 +721,8 @@ print(json.dumps({"p50": statistics.median(times) * 1000, "p95": times[int(len(t
 
 def _mcp_after_calls(env: dict[str, str], queries: list[str], calls: int = MCP_CALLS) -> dict[str, float]:
     """`jacked mcp` over stdio: initialize, then `calls` tool calls (searches, with a session list
-    every tenth); its peak RSS (VmHWM) read before it exits, and the median call time."""
+    every tenth); its peak RSS (VmHWM) read before it exits, its largest anonymous memory after a
+    call, and the median call time."""
     import json
     import statistics
     import subprocess
@@ -730,7 +744,7 @@ def _mcp_after_calls(env: dict[str, str], queries: list[str], calls: int = MCP_C
                               "clientInfo": {"name": "bench", "version": "1"}})
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
         proc.stdin.flush()
-        times = []
+        times, anon = [], 0.0
         for i in range(1, calls + 1):
             if i % 10 == 0:
                 call = {"name": "list_sessions", "arguments": {"limit": 20}}
@@ -741,9 +755,8 @@ def _mcp_after_calls(env: dict[str, str], queries: list[str], calls: int = MCP_C
             times.append(time.perf_counter() - t)
             if "error" in answer:
                 raise RuntimeError(f"mcp call failed: {answer['error']}")
-        status = Path(f"/proc/{proc.pid}/status").read_text()
-        hwm = int(next(ln for ln in status.splitlines() if ln.startswith("VmHWM")).split()[1]) / 1024
-        rss = int(next(ln for ln in status.splitlines() if ln.startswith("VmRSS")).split()[1]) / 1024
+            anon = max(anon, _status_mb(proc.pid, "RssAnon"))
+        hwm, rss = _status_mb(proc.pid, "VmHWM"), _status_mb(proc.pid, "VmRSS")
     finally:
         proc.stdin.close()
         try:
@@ -751,7 +764,13 @@ def _mcp_after_calls(env: dict[str, str], queries: list[str], calls: int = MCP_C
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    return {"hwm": hwm, "rss": rss, "call_ms": statistics.median(times) * 1000}
+    return {"hwm": hwm, "rss": rss, "anon": anon, "call_ms": statistics.median(times) * 1000}
+
+
+def _status_mb(pid: int, field: str) -> float:
+    """A memory field of /proc/PID/status, in MB."""
+    line = next(ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ln.startswith(field + ":"))
+    return int(line.split()[1]) / 1024
 
 
 def _hook_run(claude: Path, home: Path, work: Path, truth: dict[str, object]) -> dict[str, float]:
@@ -771,8 +790,8 @@ def _hook_run(claude: Path, home: Path, work: Path, truth: dict[str, object]) ->
                              "message": {"role": "user", "content": "bench hook turn about kestrel migrations"}}) + "\n")
     hook = json.dumps({"session_id": s["session_id"], "transcript_path": str(path), "cwd": s["cwd"],
                        "hook_event_name": "Stop"})
-    wall, _, mb, _ = _measured(_JACKED + ["index", "--hook"], env, stdin=hook)
-    return {"wall": wall, "rss": mb}
+    wall, _, mb, _, anon = _measured(_JACKED + ["index", "--hook"], env, stdin=hook)
+    return {"wall": wall, "rss": mb, "anon": anon}
 
 
 def bench_scale(claude_dir: Path, repeat: int) -> dict[str, float]:
@@ -801,17 +820,18 @@ def bench_scale(claude_dir: Path, repeat: int) -> dict[str, float]:
                        bf_opt_file=bf.get("optimizer_file", 0.0))
             bare = _bare_model(home, env)
             row.update(bare_s=bare["wall"], bare_cpu=bare["cpu"])
-            wall, _, _, out = _measured(_JACKED + ["backfill", "--json"], env)
+            wall, _, _, out, _ = _measured(_JACKED + ["backfill", "--json"], env)
             row["rerun_s"] = wall
             row["rerun_embedded"] = json.loads(out)["texts_embedded"]
             qs = [q["query"] for q in truth["queries"]]
             searches = [_measured(_JACKED + ["search", q, "--json"], env) for q in qs[:max(repeat, 3)]]
             row["rss_search"] = max(x[2] for x in searches)
             row["search_cold_s"] = statistics.median(x[0] for x in searches)
+            row["anon_search"] = max(x[4] for x in searches)
             hook = _hook_run(corpus, home, work, truth)
-            row.update(rss_hook=hook["rss"], hook_s=hook["wall"])
+            row.update(rss_hook=hook["rss"], hook_s=hook["wall"], anon_hook=hook["anon"])
             mcp = _mcp_after_calls(env, qs)
-            row.update(rss_mcp=mcp["hwm"], mcp_call_ms=mcp["call_ms"])
+            row.update(rss_mcp=mcp["hwm"], mcp_call_ms=mcp["call_ms"], anon_mcp=mcp["anon"])
             inproc = json.loads(subprocess.run([sys.executable, "-c", _INPROC, str(corpus / "truth.json")], env=env,
                                                capture_output=True, text=True, check=True, cwd=_CWD).stdout)
             row.update(p50_ms=inproc["p50"], p95_ms=inproc["p95"], p50_first_ms=inproc["p50_first"],
@@ -851,9 +871,12 @@ def _print_scale(r: dict[str, float], first: dict[str, float]) -> None:
           f"{r['bf_opt_file']:.0f}){flat('bf_main_rss')} (main)")
     print(f"    peak RSS cold search     : {r['rss_search']:6.0f} MB in {r['search_cold_s']:.2f} s (goal <= 300 MB, "
           f"<= 1.0 s){flat('rss_search')}")
+    print(f"      anonymous (own) memory : {r['anon_search']:6.0f} MB{flat('anon_search')}")
     print(f"    peak RSS index --hook    : {r['rss_hook']:6.0f} MB in {r['hook_s']:.2f} s{flat('rss_hook')}")
+    print(f"      anonymous (own) memory : {r['anon_hook']:6.0f} MB{flat('anon_hook')}")
     print(f"    peak RSS mcp, {MCP_CALLS} calls  : {r['rss_mcp']:6.0f} MB, median call {r['mcp_call_ms']:.0f} ms"
           f"{flat('rss_mcp')}")
+    print(f"      anonymous after a call : {r['anon_mcp']:6.0f} MB{flat('anon_mcp')}")
     print(f"    search in-process        : p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms (goal p50 <= 20; "
           f"first round, index as the MCP server left it: p50 {r['p50_first_ms']:.1f} ms); "
           f"recall@5 {r['recall5']:.3f}, MRR {r['mrr']:.3f}")

@@ -390,7 +390,8 @@ class EdgeStore(VectorStore):
     # -- letting waiting processes in ---------------------------------------
 
     def waiters(self) -> list[Path]:
-        """Other live processes waiting for this index (a marker each); stale markers are removed."""
+        """Other live processes, or other stores of this one (a search thread of the web view),
+        waiting for this index (a marker each); stale markers are removed."""
         folder = self.path / _WAITING
         try:
             entries = list(os.scandir(folder))
@@ -402,9 +403,9 @@ class EdgeStore(VectorStore):
                 pid = int(e.name.split("-", 1)[0])
             except ValueError:
                 continue
-            if pid != os.getpid() and _alive(pid):
+            if pid == os.getpid() or _alive(pid):  # a store never waits for itself: any marker is another's
                 out.append(Path(e.path))
-            elif pid != os.getpid():
+            else:
                 Path(e.path).unlink(missing_ok=True)
         return out
 

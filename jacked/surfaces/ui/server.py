@@ -358,8 +358,10 @@ class UiServer:
     `server_close()`.
     """
 
-    def __init__(self, sock: socket.socket, app: ASGIApp, limits: Limits) -> None:
+    def __init__(self, sock: socket.socket, app: ASGIApp, limits: Limits,
+                 on_stop: Callable[[], None] | None = None) -> None:
         self.socket = sock
+        self.on_stop = on_stop  # run when serving stops (the API closes the index it holds)
         self.server_address: tuple[Any, ...] = sock.getsockname()[:2]
         self.app = app
         self.limits = limits
@@ -392,7 +394,11 @@ class UiServer:
         try:
             self._server.run(sockets=[self.socket])
         finally:
-            self._stopped.set()
+            try:
+                if self.on_stop is not None:
+                    self.on_stop()
+            finally:
+                self._stopped.set()
 
     def shutdown(self) -> None:
         """Stop serving (open requests get a few seconds to finish) and wait until it has."""
@@ -429,7 +435,8 @@ def make_server(settings: Settings, host: str = "127.0.0.1", port: int = 8377,
                             f"`jacked ui` generate one)")
     limits = limits or Limits()
     sock = _listen(host, port)
-    return UiServer(sock, build_app(UiApi(settings), token, local, limits), limits)
+    api = UiApi(settings)
+    return UiServer(sock, build_app(api, token, local, limits), limits, on_stop=api.close)
 
 
 def serve_in_thread(server: UiServer) -> threading.Thread:
