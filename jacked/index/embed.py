@@ -556,7 +556,10 @@ class DenseEmbedder:
             return
         for module in ("numpy", "onnxruntime", "tokenizers"):
             importlib.import_module(module)
-        threading.Thread(target=self._load_quietly, name="jacked-model", daemon=True).start()
+        # Not a daemon: a process that fails before its first embedding (no index yet, a bad
+        # option) waits for the load to end at exit; killed in the middle of building its
+        # session, ONNX Runtime aborts the process ("terminate called without an active exception").
+        threading.Thread(target=self._load_quietly, name="jacked-model").start()
 
     def _load_quietly(self) -> None:
         try:
