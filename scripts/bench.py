@@ -524,34 +524,35 @@ _JACKED = [sys.executable, "-c", "import sys; from jacked.surfaces.cli.entry imp
 
 
 def _measured(cmd: list[str], env: dict[str, str], stdin: str | None = None,
-              timeout: float | None = None) -> tuple[float, float, float, str, float]:
+              timeout: float | None = None, anon: bool = False) -> tuple[float, float, float, str, float]:
     """(wall s, CPU s of the process tree, peak RSS MB of the largest process, stdout, peak anonymous
     memory MB of the command's own process) of a command. The anonymous part is the process's own
     memory; the rest of its RSS is file pages it maps (the index, libraries), which the kernel
-    shares between processes and can drop at will. Sampled every 5 ms, so a shorter peak is missed."""
+    shares between processes and can drop at will. Sampled every 5 ms when `anon` (~4 % of a core:
+    for short commands), so a shorter peak is missed; else 0."""
     import json
     import subprocess
 
     code = ("import json,resource,subprocess,sys,threading,time;t=time.perf_counter();"
-            "p=subprocess.Popen(sys.argv[2:],stdin=subprocess.PIPE,stdout=subprocess.PIPE,stderr=subprocess.PIPE,"
+            "p=subprocess.Popen(sys.argv[3:],stdin=subprocess.PIPE,stdout=subprocess.PIPE,stderr=subprocess.PIPE,"
             "text=True);anon=[0]\n"
             "def watch():\n"
-            " while p.poll() is None:\n"
+            " while sys.argv[1]=='anon' and p.poll() is None:\n"
             "  try: st=open(f'/proc/{p.pid}/status').read()\n"
             "  except OSError: return\n"
             "  kb=[int(l.split()[1]) for l in st.splitlines() if l.startswith('RssAnon')]\n"
             "  anon[0]=max(anon[0],kb[0] if kb else 0); time.sleep(0.005)\n"
             "w=threading.Thread(target=watch,daemon=True);w.start()\n"
-            "out,err=p.communicate(sys.argv[1] or None);w.join(1)\n"
+            "out,err=p.communicate(sys.argv[2] or None);w.join(1)\n"
             "r=resource.getrusage(resource.RUSAGE_CHILDREN)\n"
             "print(json.dumps([time.perf_counter()-t,r.ru_utime+r.ru_stime,r.ru_maxrss/1024,p.returncode,out,"
             "err[-2000:],anon[0]/1024]))")
-    out = subprocess.run([sys.executable, "-c", code, stdin or ""] + cmd, capture_output=True, text=True, env=env,
-                         timeout=timeout, check=True, cwd=_CWD)
-    wall, cpu, mb, rc, stdout, stderr, anon = json.loads(out.stdout)
+    out = subprocess.run([sys.executable, "-c", code, "anon" if anon else "", stdin or ""] + cmd, capture_output=True,
+                         text=True, env=env, timeout=timeout, check=True, cwd=_CWD)
+    wall, cpu, mb, rc, stdout, stderr, anon_mb = json.loads(out.stdout)
     if rc != 0:
         raise RuntimeError(f"{' '.join(cmd[-3:])} failed ({rc}): {stderr}")
-    return wall, cpu, mb, stdout, anon
+    return wall, cpu, mb, stdout, anon_mb
 
 
 def _du(path: Path) -> int:
@@ -612,7 +613,22 @@ def _backfill_with_probe(claude: Path, home: Path, planted: dict[str, str]) -> d
     report = json.loads(stdout)
     return {"wall": wall, "cpu": cpu, "rss": mb, "found_s": found.get("seconds", float("nan")),
             "points": report["points_written"], "texts": report["texts_embedded"], "errors": len(report["errors"]),
-            **peaks}
+            "optimize_s": float(report.get("optimize_seconds") or 0.0), **_phase_seconds(home), **peaks}
+
+
+def _phase_seconds(home: Path) -> dict[str, float]:
+    """How long each pass of the backfill just run took, from its progress file (`jacked status`)."""
+    import json
+
+    try:
+        log = json.loads((home / "backfill.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for phase in ("glance", "lexical", "dense"):
+        start, end = log.get(phase, {}).get("started_at"), log.get(phase, {}).get("finished_at")
+        out[f"{phase}_s"] = float(end - start) if start and end else 0.0
+    return out
 
 
 def _watch_tree(home: Path, stop: threading.Event, peaks: dict[str, float]) -> None:
@@ -790,7 +806,7 @@ def _hook_run(claude: Path, home: Path, work: Path, truth: dict[str, object]) ->
                              "message": {"role": "user", "content": "bench hook turn about kestrel migrations"}}) + "\n")
     hook = json.dumps({"session_id": s["session_id"], "transcript_path": str(path), "cwd": s["cwd"],
                        "hook_event_name": "Stop"})
-    wall, _, mb, _, anon = _measured(_JACKED + ["index", "--hook"], env, stdin=hook)
+    wall, _, mb, _, anon = _measured(_JACKED + ["index", "--hook"], env, stdin=hook, anon=True)
     return {"wall": wall, "rss": mb, "anon": anon}
 
 
@@ -817,14 +833,16 @@ def bench_scale(claude_dir: Path, repeat: int) -> dict[str, float]:
                        texts=bf["texts"], planted_found_s=bf["found_s"],
                        bf_main_rss=bf.get("backfill_rss", 0.0), bf_main_anon=bf.get("backfill_anon", 0.0),
                        bf_opt_rss=bf.get("optimizer_rss", 0.0), bf_opt_anon=bf.get("optimizer_anon", 0.0),
-                       bf_opt_file=bf.get("optimizer_file", 0.0))
+                       bf_opt_file=bf.get("optimizer_file", 0.0), glance_s=bf.get("glance_s", 0.0),
+                       lexical_s=bf.get("lexical_s", 0.0), dense_s=bf.get("dense_s", 0.0),
+                       optimize_s=bf.get("optimize_s", 0.0))
             bare = _bare_model(home, env)
             row.update(bare_s=bare["wall"], bare_cpu=bare["cpu"])
             wall, _, _, out, _ = _measured(_JACKED + ["backfill", "--json"], env)
             row["rerun_s"] = wall
             row["rerun_embedded"] = json.loads(out)["texts_embedded"]
             qs = [q["query"] for q in truth["queries"]]
-            searches = [_measured(_JACKED + ["search", q, "--json"], env) for q in qs[:max(repeat, 3)]]
+            searches = [_measured(_JACKED + ["search", q, "--json"], env, anon=True) for q in qs[:max(repeat, 3)]]
             row["rss_search"] = max(x[2] for x in searches)
             row["search_cold_s"] = statistics.median(x[0] for x in searches)
             row["anon_search"] = max(x[4] for x in searches)
@@ -863,6 +881,8 @@ def _print_scale(r: dict[str, float], first: dict[str, float]) -> None:
     print(f"    bare model, same texts   : {r['bare_s']:8.1f} s wall, {r['bare_cpu']:8.1f} s CPU (sample of "
           f"{BARE_SAMPLE} scaled)  ratio {r['backfill_s'] / r['bare_s']:.2f} wall, "
           f"{r['backfill_cpu'] / r['bare_cpu']:.2f} CPU (goal <= 1.3)")
+    print(f"      passes: glance {r['glance_s']:.0f} s, lexical {r['lexical_s']:.0f} s, dense {r['dense_s']:.0f} s "
+          f"(of which the final optimisation {r['optimize_s']:.0f} s)")
     print(f"    planted phrase (oldest session) found by search after {r['planted_found_s']:.0f} s (goal <= 60)")
     print(f"    unchanged re-run         : {r['rerun_s']:8.2f} s, {int(r['rerun_embedded'])} texts embedded")
     print(f"    peak RSS backfill        : {r['rss_backfill']:6.0f} MB{flat('rss_backfill')}")
