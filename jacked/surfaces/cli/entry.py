@@ -1,7 +1,9 @@
 """Console entry point: `jacked index --hook` takes a fast path that skips the CLI framework.
 
 A hook runs at every turn of Claude Code, so its start-up time matters; everything else goes
-to the typer app in `jacked.surfaces.cli.main`.
+to the typer app in `jacked.surfaces.cli.main`. `run` owns the process: it ends it with the
+command's exit code once the exit handlers ran (call `jacked.surfaces.cli.main.run`, or the
+service, from a process that goes on).
 """
 from __future__ import annotations
 
