@@ -935,8 +935,6 @@ def load_shard(shard_path: Path, config: Any = None) -> Any:
     the model loads on another thread each one waited up to a switch interval to get it back
     (0.2 s of a cold search at 10,000 sessions, against 25 ms alone). The thread is not a daemon,
     so the interpreter waits for it at exit and the next load finds the files cached."""
-    import threading
-
     import qdrant_edge as qe
 
     shard = qe.EdgeShard.load(str(shard_path)) if config is None else qe.EdgeShard.load(str(shard_path), config)

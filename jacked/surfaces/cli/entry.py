@@ -39,6 +39,9 @@ def run() -> None:
     except SystemExit as e:
         _exit_code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
         raise
+    except KeyboardInterrupt:
+        _exit_code = 130  # as a shell reports a process stopped by Ctrl-C
+        raise
     except BaseException:
         _exit_code = 1  # Python prints the traceback, then exits 1
         raise
