@@ -18,6 +18,11 @@ CREATE TABLE sessions (
     lines_skipped INTEGER, subagent_count INTEGER, has_main INTEGER, updated_at REAL,
     content_seq INTEGER, user_name TEXT, own_title TEXT, source TEXT, tool_results_missing INTEGER
 )"""
+# `index_points` before version 11: a rowid table beside its id index.
+INDEX_POINTS_V6 = """
+CREATE TABLE index_points (
+    point_id TEXT PRIMARY KEY, session_id TEXT, content_type TEXT, content_hash TEXT, user_name TEXT
+)"""
 
 
 def _columns(path: Path, table: str) -> list[str]:
@@ -33,6 +38,9 @@ def _v6_catalog(path: Path) -> None:
     db.executescript(SCHEMA.replace("CREATE INDEX IF NOT EXISTS sessions_agent ON sessions(agent);", ""))
     db.execute("DROP TABLE sessions")
     db.execute(SESSIONS_V6)
+    db.execute("DROP TABLE index_points")
+    db.execute(INDEX_POINTS_V6)
+    db.execute("INSERT INTO index_points VALUES ('p1', 's1', 'user_prompt', 'h1', 'ada')")
     db.execute("INSERT INTO sessions (session_id, repo_name, turn_count, has_main, user_name) "
                "VALUES ('s1', 'jacked', 3, 1, 'ada')")
     db.execute("INSERT INTO turns (session_id, turn_index, prompt) VALUES ('s1', 1, 'fix the build')")
@@ -55,6 +63,11 @@ def test_an_old_catalog_is_migrated_in_place_to_the_layout_of_a_new_one(tmp_path
         row = cat.db.execute("SELECT session_id, turn_count, agent FROM sessions").fetchone()
         assert tuple(row) == ("s1", 3, "claude")
         assert cat.db.execute("SELECT prompt FROM turns").fetchone()[0] == "fix the build"
+        # the index bookkeeping too, now keyed by point id alone, with its session index
+        assert tuple(cat.point_rows(["p1"])["p1"].values())[:3] == ("s1", "h1", "ada")
+        sql = cat.db.execute("SELECT sql FROM sqlite_master WHERE name = 'index_points'").fetchone()[0]
+        assert sql.rstrip().endswith("WITHOUT ROWID")
+        assert cat.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'index_points_session'").fetchone()
     finally:
         cat.close()
 

@@ -23,6 +23,17 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     # 10: tombstones of forgotten sessions (`jacked forget`, `exclude`, `#nomem`): no scan writes them again.
     (10, ["CREATE TABLE IF NOT EXISTS forgotten (session_id TEXT PRIMARY KEY, reason TEXT, forgotten_at REAL, "
           "slug TEXT)"]),
+    # 11: what search reads of ~150 points and their sessions, from one B-tree each (10,000 sessions):
+    # `index_points` keyed by its point id alone (WITHOUT ROWID), not an id index then the table
+    # (1.9 -> 1.2 ms for 150 ids), and the session keys from a covering index (1.3 -> 0.6 ms).
+    (11, ["CREATE TABLE index_points_by_id (point_id TEXT PRIMARY KEY, session_id TEXT, content_type TEXT, "
+          "content_hash TEXT, user_name TEXT) WITHOUT ROWID",
+          "INSERT OR IGNORE INTO index_points_by_id SELECT point_id, session_id, content_type, content_hash, "
+          "user_name FROM index_points WHERE point_id IS NOT NULL",
+          "DROP TABLE index_points",
+          "ALTER TABLE index_points_by_id RENAME TO index_points",
+          "CREATE INDEX IF NOT EXISTS index_points_session ON index_points(session_id)",
+          "CREATE INDEX IF NOT EXISTS sessions_rank_keys ON sessions(session_id, repo_name, started_at, ended_at, agent)"]),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
