@@ -88,14 +88,19 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
         step = max(16, window * 2)
         return [text[i:i + step] for i in range(0, len(text), step)]
     joiner = "\n" if level == 0 else " "
+    # Parts are packed by the sum of their own counts: each part is tokenized once, not the growing
+    # piece once per part added (quadratic; most of a backfill's lexical pass on long plans). With a
+    # word-piece tokenizer the sum is the joined text's count (no token spans whitespace); any other
+    # tokenizer's pieces are checked below and split again if the sum was short.
     current: list[str] = []
+    used = 0
     for part in parts:
-        candidate = joiner.join(current + [part])
-        if current and not _fits(candidate, count, window):
+        tokens = count(part)
+        if current and used + tokens > window:
             pieces.append(joiner.join(current))
-            current = [part]
-        else:
-            current.append(part)
+            current, used = [], 0
+        current.append(part)
+        used += tokens
     if current:
         pieces.append(joiner.join(current))
     out: list[str] = []

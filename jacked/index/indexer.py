@@ -463,42 +463,43 @@ class Indexer:
 
         model = self.dense.model_name
         pending_mark = index_state.PENDING
-        to_write: list[tuple[Document, str]] = []
+        to_write: list[tuple[Document, str, str]] = []  # (document, content hash, point id)
         to_delete: list[str] = []
         waiting: set[str] = set()  # sessions left with points that wait for their dense vector
         for sid, _, docs, known in batch:
             want = {}
             for d in docs:
                 h = d.content_hash(model)
-                want[d.point_id] = h
-                was = known.get(d.point_id)
+                pid = d.point_id  # a uuid5 of its key: computed once
+                want[pid] = h
+                was = known.get(pid)
                 if was == h or (lexical and was == pending_mark + h):
                     report.points_unchanged += 1
                     if was != h:
                         waiting.add(sid)
                 else:
-                    to_write.append((d, h))
+                    to_write.append((d, h, pid))
             to_delete += [pid for pid in known if pid not in want]
         index_state.mark_dirty(self.catalog, [sid for sid, _, _, _ in batch], self.user)
-        dense_texts = [d.text for d, _ in to_write if d.dense]
+        dense_texts = [d.text for d, _, _ in to_write if d.dense]
         if lexical:
             dense_vecs = self._cached_vectors(dense_texts)
         else:
             dense_vecs = self._dense_vectors(dense_texts, report)
-        sparse_vecs = self.sparse.embed_documents([d.text for d, _ in to_write])
+        sparse_vecs = self.sparse.embed_documents([d.text for d, _, _ in to_write])
         rows_by_sid = {sid: self.catalog.get_session_row(sid) or {} for sid, _, _, _ in batch}
         points = []
         recorded = []
-        for (d, h), sv in zip(to_write, sparse_vecs):
+        for (d, h, pid), sv in zip(to_write, sparse_vecs):
             dense = dense_vecs.get(d.text) if d.dense else None
             payload = self._payload(d, h, rows_by_sid[d.session_id])
             if d.dense and dense is None:
                 payload["embedding_model"] = None  # set by the dense pass with the vector
                 waiting.add(d.session_id)
-                recorded.append((d.point_id, d.session_id, d.content_type, pending_mark + h))
+                recorded.append((pid, d.session_id, d.content_type, pending_mark + h))
             else:
-                recorded.append((d.point_id, d.session_id, d.content_type, h))
-            points.append(Point(id=d.point_id, payload=payload, dense=dense, sparse=sv))
+                recorded.append((pid, d.session_id, d.content_type, h))
+            points.append(Point(id=pid, payload=payload, dense=dense, sparse=sv))
         if points:
             store.upsert(points)
         if to_delete:
