@@ -174,3 +174,26 @@ def test_a_provider_is_one_class_and_one_entry(dense_embedder: DenseEmbedder, tm
     assert alias.embed_query("plan mode") == dense_embedder.embed_query("plan mode")
     with pytest.raises(EmbedError, match="unknown embedding model"):
         embed.provider_for("test/nothing-serves-this")
+
+
+def test_split_to_window_packs_parts_greedily_tokenizing_each_once(dense_embedder: DenseEmbedder) -> None:
+    from jacked.index.extract import split_to_window
+
+    window = dense_embedder.max_tokens
+    lines = [f"step {i}: " + " ".join(["move the shard"] * (1 + i % 4)) for i in range(400)]
+    text = "\n".join(lines)
+    tokenized: list[str] = []
+
+    def count(t: str) -> int:
+        tokenized.append(t)
+        return dense_embedder.count_tokens(t)
+
+    pieces = split_to_window(text, count, window)
+    assert len(pieces) > 5 and all(dense_embedder.count_tokens(p) <= window for p in pieces)
+    assert "\n".join(pieces) == text  # nothing lost, nothing reordered
+    # Greedy: no piece could have taken the next line too.
+    for piece, following in zip(pieces, pieces[1:]):
+        assert dense_embedder.count_tokens(piece + "\n" + following.split("\n")[0]) > window
+    # The whole text, each line and each piece are tokenized once: three times the text, not the
+    # growing piece again for every line added to it (~20 times the text here).
+    assert sum(map(len, tokenized)) <= 3 * len(text)
