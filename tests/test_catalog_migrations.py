@@ -67,7 +67,8 @@ def test_an_old_catalog_is_migrated_in_place_to_the_layout_of_a_new_one(tmp_path
         assert tuple(cat.point_rows(["p1"])["p1"].values())[:3] == ("s1", "h1", "ada")
         sql = cat.db.execute("SELECT sql FROM sqlite_master WHERE name = 'index_points'").fetchone()[0]
         assert sql.rstrip().endswith("WITHOUT ROWID")
-        assert cat.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'index_points_session'").fetchone()
+        for index in ("index_points_session", "sessions_rank_keys", "turns_repeats"):
+            assert cat.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (index,)).fetchone(), index
     finally:
         cat.close()
 

@@ -59,6 +59,8 @@ CREATE TABLE IF NOT EXISTS turns (
 );
 -- a resumed or forked session repeats its parent's turns (same line uuids): counted once
 CREATE INDEX IF NOT EXISTS turns_prompt_uuid ON turns(prompt_uuid) WHERE prompt_uuid IS NOT NULL;
+-- which sessions only repeat another (`copies_of`, asked by every search), without the wide turn rows
+CREATE INDEX IF NOT EXISTS turns_repeats ON turns(session_id, repeat_of);
 CREATE TABLE IF NOT EXISTS invocations (
     session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, tool_name TEXT, tool_use_id TEXT,
     sequence INTEGER, parallel_group INTEGER, is_error INTEGER, file_path TEXT, command TEXT,
@@ -421,6 +423,13 @@ class Catalog:
     def get_session_row(self, session_id: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
         return dict(row) if row else None
+
+    def session_titles(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """session id -> its title, first prompt and source, for those of `session_ids` with a row
+        (what a search result shows; not the whole wide row)."""
+        return {r[0]: {"title": r[1], "first_prompt": r[2], "source": r[3]} for r in rows_in(
+            self.db, "SELECT session_id, title, first_prompt, source FROM sessions WHERE session_id IN (?*)",
+            session_ids)}
 
     def existing_session_ids(self, session_ids: Sequence[str]) -> set[str]:
         """Those of `session_ids` that have a row in `sessions`."""

@@ -372,8 +372,9 @@ class Searcher:
             for r in results:
                 r["source"] = None
             return
+        rows = self.catalog.session_titles([r["session_id"] for r in results])
         for r in results:
-            row = self.catalog.get_session_row(r["session_id"])
+            row = rows.get(r["session_id"])
             if row:
                 r["title"] = row.get("title") or r.get("title")
                 r["first_prompt"] = _snippet(row.get("first_prompt"), 200)
