@@ -421,3 +421,52 @@ def test_a_shard_of_an_older_jacked_takes_the_cold_layout(tmp_path: Path) -> Non
         assert store.count() == 101 and store.upkeep() is False
     finally:
         store.close()
+
+
+def test_a_shard_with_int8_codes_takes_turboquant_codes(tmp_path: Path) -> None:
+    import qdrant_edge as qe
+
+    from jacked.index.store.edge import FULL_SCAN_KB, INDEXING_KB, MAX_SEGMENT_KB, SEGMENTS, EdgeStore
+
+    dims = 16
+    store = EdgeStore(tmp_path / "index").open("m", dims)
+    store.close()
+    shard = tmp_path / "index" / "shard"
+    import shutil
+
+    shutil.rmtree(shard)
+    # The layout before (configuration version 2): the same, with int8 codes of the dense vectors.
+    cold = qe.Memory.Cold
+    int8 = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, memory=cold)
+    old = qe.EdgeShard.create(str(shard), qe.EdgeConfig(
+        vectors={"dense": qe.EdgeVectorParams(size=dims, distance=qe.Distance.Cosine, memory=cold,
+                                              quantization_config=int8)},
+        sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=cold)},
+        hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=FULL_SCAN_KB, memory=cold),
+        payload_memory=cold, id_tracker_memory=cold,
+        optimizers=qe.EdgeOptimizersConfig(max_segment_size=MAX_SEGMENT_KB, default_segment_number=SEGMENTS,
+                                           indexing_threshold=INDEXING_KB)))
+    old.update(qe.UpdateOperation.upsert_points([
+        qe.Point(f"00000000-0000-4000-8000-{i:012d}", {"dense": [float((i * 7 + j) % 11) + 1.0 for j in range(dims)]},
+                 {"session_id": "s"}) for i in range(3000)]))
+    old.optimize()
+    old.close()
+
+    def codes() -> set[str]:
+        found = set()
+        for f in shard.glob("segments/*/vector_storage-dense/quantized.config.json"):
+            found |= set(json.loads(f.read_text())["quantization_config"])
+        return found
+
+    assert codes() == {"scalar"}
+    store = EdgeStore(tmp_path / "index").open("m", dims)
+    try:
+        cfg = json.loads((shard / "edge_config.json").read_text())
+        assert set(cfg["vectors"]["dense"]["quantization_config"]) == {"turbo"}
+        assert store.upkeep() is True  # the next writer rewrites the segments with the new codes
+        assert codes() == {"turbo"} and store.count() == 3000
+        query = [float((5 * 7 + j) % 11) + 1.0 for j in range(dims)]
+        dense, _ = store.search_each(query, None, limit=3, fields=[])
+        assert dense[0].score > 0.999  # point 5 (and its equals) found, by its own vector
+    finally:
+        store.close()
