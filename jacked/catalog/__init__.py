@@ -174,12 +174,14 @@ def load_state(blob: bytes | None) -> Any:
         return None
 
 
-def rows_in(db: sqlite3.Connection, sql: str, values: Sequence[Any], size: int = 500) -> Iterator[Any]:
+def rows_in(db: sqlite3.Connection, sql: str, values: Sequence[Any], size: int = 500,
+            after: Sequence[Any] = ()) -> Iterator[Any]:
     """The rows of `sql` for all of `values`, its `(?*)` filled with one placeholder per value,
-    asked `size` values at a time (SQLite caps the number of parameters)."""
+    asked `size` values at a time (SQLite caps the number of parameters); `after`: the values of
+    the placeholders that follow `(?*)`."""
     for i in range(0, len(values), size):
         part = list(values[i:i + size])
-        yield from db.execute(sql.replace("(?*)", "(" + ",".join("?" * len(part)) + ")"), part)
+        yield from db.execute(sql.replace("(?*)", "(" + ",".join("?" * len(part)) + ")"), [*part, *after])
 
 
 #: The session fields of a point whose session has no row (yet).

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from jacked.catalog import rows_in
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     source TEXT PRIMARY KEY, claude_dir TEXT, rel TEXT, kind TEXT, session_id TEXT, size INTEGER,
@@ -95,12 +97,7 @@ def forget_sizes(db: sqlite3.Connection, sources: Sequence[str]) -> None:
 
 def session_entries(db: sqlite3.Connection, session_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Every row (main, subagents, metas, journals, tool results) of `session_ids`."""
-    out: list[dict[str, Any]] = []
-    for i in range(0, len(session_ids), 500):  # SQLite caps the number of parameters
-        part = list(session_ids[i:i + 500])
-        out += [dict(r) for r in db.execute(
-            f"SELECT * FROM entries WHERE session_id IN ({','.join('?' * len(part))})", part)]
-    return out
+    return [dict(r) for r in rows_in(db, "SELECT * FROM entries WHERE session_id IN (?*)", session_ids)]
 
 
 def plan_entries(db: sqlite3.Connection, names: Sequence[str]) -> list[dict[str, Any]]:

@@ -78,12 +78,10 @@ def pending_points(catalog: Catalog, session_ids: Sequence[str], user_name: str)
     """(point id, session id, content hash) of the points of `session_ids` that wait for a dense
     vector, in the sessions' order."""
     order = {sid: i for i, sid in enumerate(session_ids)}
-    out: list[tuple[str, str, str]] = []
-    for start in range(0, len(session_ids), 500):
-        part = list(session_ids[start:start + 500])
-        out += [(r[0], r[1], r[2][len(PENDING):]) for r in catalog.db.execute(
-            f"SELECT point_id, session_id, content_hash FROM index_points WHERE session_id IN ({','.join('?' * len(part))}) "
-            "AND user_name = ? AND content_hash LIKE ? ORDER BY point_id", [*part, user_name, PENDING + "%"])]
+    out = [(r[0], r[1], r[2][len(PENDING):]) for r in rows_in(
+        catalog.db, "SELECT point_id, session_id, content_hash FROM index_points WHERE session_id IN (?*) "
+                    "AND user_name = ? AND content_hash LIKE ? ORDER BY point_id", session_ids,
+        after=[user_name, PENDING + "%"])]
     out.sort(key=lambda r: order.get(r[1], 0))
     return out
 
