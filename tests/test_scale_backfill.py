@@ -470,3 +470,47 @@ def test_a_shard_with_int8_codes_takes_turboquant_codes(tmp_path: Path) -> None:
         assert dense[0].score > 0.999  # point 5 (and its equals) found, by its own vector
     finally:
         store.close()
+
+
+def test_a_bulk_load_keeps_segments_apart_and_the_next_optimisation_merges_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import jacked.index.store.edge as edge
+    from jacked.index.store import Point
+    from jacked.index.store.edge import SEGMENTS, EdgeStore
+
+    monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 600)  # a backfill's 20,000, scaled down
+    dims, rounds, per_round = 64, SEGMENTS + 3, 600  # 600 x 256 B of vectors: past INDEXING_KB
+    rng = random.Random(7)
+    shard = tmp_path / "index" / "shard"
+
+    def segments() -> int:
+        return sum(1 for d in (shard / "segments").iterdir() if d.is_dir())
+
+    def upkeep_record() -> dict[str, Any]:
+        return json.loads((tmp_path / "index" / "index.upkeep.json").read_text())
+
+    store = EdgeStore(tmp_path / "index").open("m", dims)
+    try:
+        with store.bulk():
+            for r in range(rounds):
+                store.upsert([Point(id=f"00000000-0000-4000-8000-{r * per_round + i:012d}", payload={"session_id": "s"},
+                                    dense=[rng.uniform(-1, 1) for _ in range(dims)]) for i in range(per_round)])
+                assert store.upkeep() is True
+        # Each round's segment stayed apart (merging would have left SEGMENTS and an appendable one).
+        assert segments() > SEGMENTS + 1 + 1
+        assert upkeep_record() == {"merge": True}
+        assert store.count() == rounds * per_round
+    finally:
+        store.close()  # as a backfill killed before its final optimisation leaves it
+    store = EdgeStore(tmp_path / "index").open(None, None)
+    try:
+        assert store.upkeep() is True  # the next writer merges them
+        assert segments() <= SEGMENTS + 1 and upkeep_record() == {}
+        assert store.count() == rounds * per_round
+        assert store.upkeep() is False
+        config = json.loads((shard / "edge_config.json").read_text())
+        assert config["optimizers"]["default_segment_number"] == SEGMENTS
+    finally:
+        store.close()

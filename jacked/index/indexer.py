@@ -216,45 +216,48 @@ class Indexer:
             index_state.forget_user(self.catalog, self.user)
         log = BackfillLog(self.settings.home)
         with self.open_store(recreate=rebuild) as store:
-            self._upgrade_payloads(store)
-            glance = self._glance = Glance(self.catalog, self.user, self.machine, self.sparse, privacy,
-                                           scanner.projects_dir, repo)
+            # Kept apart while the passes write, the segments are merged once by the optimisation
+            # at the end (see `EdgeStore.bulk`).
+            with store.bulk():
+                self._upgrade_payloads(store)
+                glance = self._glance = Glance(self.catalog, self.user, self.machine, self.sparse, privacy,
+                                               scanner.projects_dir, repo)
 
-            def glance_progress(d: int, n: int) -> None:
-                log.glance(d, n)
-                if progress:
-                    progress("glance", d, n)
+                def glance_progress(d: int, n: int) -> None:
+                    log.glance(d, n)
+                    if progress:
+                        progress("glance", d, n)
 
-            log.glance_start()
-            report.glance = glance.run(store, glance_progress)
-            log.glance_done()
-            done: set[str] = set()
+                log.glance_start()
+                report.glance = glance.run(store, glance_progress)
+                log.glance_done()
+                done: set[str] = set()
 
-            def scan_progress(d: int, n: int) -> None:
-                log.scan(d, n)
-                if progress:
-                    progress("scan", d, n)
+                def scan_progress(d: int, n: int) -> None:
+                    log.scan(d, n)
+                    if progress:
+                        progress("scan", d, n)
 
-            def lexical(session_ids: list[str]) -> None:
-                # Sessions scanned: their lexical points now, before older sessions are read.
-                self._index_sessions(store, session_ids, report, None, lexical=True)
-                glance.drop(store, session_ids)  # their points are written (or they are not to be)
-                done.update(session_ids)
-                log.lexical(len(done))
-                if progress:
-                    progress("lexical", len(done), log.total)
-                store.let_waiters_in()
-                store.release_memory()  # the chunk's sessions, documents and written pages
+                def lexical(session_ids: list[str]) -> None:
+                    # Sessions scanned: their lexical points now, before older sessions are read.
+                    self._index_sessions(store, session_ids, report, None, lexical=True)
+                    glance.drop(store, session_ids)  # their points are written (or they are not to be)
+                    done.update(session_ids)
+                    log.lexical(len(done))
+                    if progress:
+                        progress("lexical", len(done), log.total)
+                    store.let_waiters_in()
+                    store.release_memory()  # the chunk's sessions, documents and written pages
 
-            scan = scanner.scan(progress=scan_progress, only=only, on_chunk=lexical)
-            report.scan = scan
-            report.lines_skipped, report.errors = scan.lines_skipped, list(scan.errors)
-            # Sessions the chunks did not cover (restored from the archive, other agents', prompt-only).
-            lexical([sid for sid in scan.session_ids if sid not in done])
-            glance.finish(store)
-            self._glance = None
-            self.purge_forgotten(store)
-            self._fill_dense(store, report, progress, log)
+                scan = scanner.scan(progress=scan_progress, only=only, on_chunk=lexical)
+                report.scan = scan
+                report.lines_skipped, report.errors = scan.lines_skipped, list(scan.errors)
+                # Sessions the chunks did not cover (restored from the archive, other agents', prompt-only).
+                lexical([sid for sid in scan.session_ids if sid not in done])
+                glance.finish(store)
+                self._glance = None
+                self.purge_forgotten(store)
+                self._fill_dense(store, report, progress, log)
             if report.points_written + report.points_dense_filled >= OPTIMIZE_AFTER_POINTS:
                 # Segments without an HNSW graph are searched point by point: at 100k points a
                 # query costs ~18 ms that way, ~5 ms after this (which takes ~1.5 s per 1,000 points).

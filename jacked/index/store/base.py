@@ -281,6 +281,12 @@ class VectorStore(abc.ABC):
         (default: nothing; a server optimises by itself). True if it ran."""
         return False
 
+    @contextmanager
+    def bulk(self) -> Iterator[VectorStore]:
+        """A bulk load (a backfill) runs inside: a backend may optimise differently meanwhile
+        (default: nothing changes)."""
+        yield self
+
     def let_waiters_in(self, max_wait: float = 60.0) -> bool:
         """For a long writer between batches: let other processes waiting for the index in, then
         take it back (default: nothing; only an exclusive index needs it). True if anybody was."""
