@@ -8,6 +8,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kit import REAL
@@ -75,6 +76,39 @@ def test_default_model_shape_and_sense(dense_embedder: DenseEmbedder) -> None:
     assert abs(math.sqrt(sum(x * x for x in query)) - 1.0) < 1e-3  # normalised
     paraphrase, unrelated = cos(query, docs[0]), cos(query, docs[1])
     assert paraphrase > 0.5 > unrelated + 0.3
+
+
+def test_a_query_embedded_on_another_thread_says_when_the_models_run_begins(dense_embedder: DenseEmbedder) -> None:
+    import threading
+
+    import jacked.index.embed as embed
+
+    text = "The schema migration broke; how can I repair it?"
+    alone = dense_embedder.embed_query(text)
+    running = threading.Event()
+    seen_before_run: list[bool] = []
+    session = dense_embedder._model.session
+
+    class Watched:  # the ONNX session, noting whether `running` was set before its run
+        def run(self, *args: Any) -> Any:
+            seen_before_run.append(running.is_set())
+            return session.run(*args)
+
+    assert isinstance(dense_embedder._model, embed._MeanPooledOnnx)
+    dense_embedder._model.session = Watched()
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            future = pool.submit(dense_embedder.embed_query, text, running)
+            assert running.wait(10)
+            assert future.result() == alone
+    finally:
+        dense_embedder._model.session = session
+    assert seen_before_run == [True]
+    # A failing call sets it too: the waiting caller is never left hanging.
+    failed = threading.Event()
+    with pytest.raises(TypeError):
+        dense_embedder.embed_query(None, failed)  # type: ignore[arg-type]
+    assert failed.is_set()
 
 
 def test_batching_keeps_order_and_values(dense_embedder: DenseEmbedder) -> None:

@@ -284,8 +284,8 @@ class _MeanPooledOnnx:
                            pad_type_id=padding.get("pad_type_id", 0), pad_token=pad_token, length=None)
         self.tokenizer = tok
 
-    def embed(self, texts: list[str]) -> Any:
-        """One normalised float32 row per text."""
+    def embed(self, texts: list[str], running: threading.Event | None = None) -> Any:
+        """One normalised float32 row per text; `running` is set when the model's run begins."""
         import numpy as np
 
         encoded = self.tokenizer.encode_batch(texts)
@@ -296,6 +296,8 @@ class _MeanPooledOnnx:
             feed["attention_mask"] = mask
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
+        if running is not None:
+            running.set()
         tokens = self.session.run(None, feed)[0]
         pooled = np.sum(tokens, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
         pooled /= np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
@@ -306,8 +308,8 @@ class _MeanPooledOnnx:
     def passage_embed(self, texts: list[str], batch_size: int = 32) -> Any:
         return iter(self.embed(list(texts)))
 
-    def query_embed(self, texts: list[str]) -> Any:
-        return iter(self.embed(list(texts)))
+    def query_embed(self, texts: list[str], running: threading.Event | None = None) -> Any:
+        return iter(self.embed(list(texts), running))
 
 
 _REGISTER_LOCK = threading.Lock()
@@ -619,10 +621,17 @@ class DenseEmbedder:
                 out[i] = vec.tolist()
         return out  # type: ignore[return-value]  # every slot is filled above
 
-    def embed_query(self, text: str) -> list[float]:
-        """Embed a search query (models with a query prefix, e.g. bge, get it here)."""
-        self.load()
-        return next(iter(self._model.query_embed([text]))).tolist()
+    def embed_query(self, text: str, running: threading.Event | None = None) -> list[float]:
+        """Embed a search query (models with a query prefix, e.g. bge, get it here). `running`,
+        for a caller on another thread: set once the model's run begins (or the call ends)."""
+        try:
+            self.load()
+            if running is not None and isinstance(self._model, _MeanPooledOnnx):
+                return next(iter(self._model.query_embed([text], running))).tolist()
+            return next(iter(self._model.query_embed([text]))).tolist()
+        finally:
+            if running is not None:
+                running.set()
 
 
 def _length_batches(order: list[int], texts: Sequence[str], batch_size: int) -> Iterable[list[int]]:

@@ -18,6 +18,7 @@ the very same text are shown once. Every answer says how sure it is (`confidence
 from __future__ import annotations
 
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -210,8 +211,14 @@ class Searcher:
         # Quotes and backticks mark a phrase; the legs get the words alone.
         words = _QUOTED.sub(lambda m: m.group(1) or m.group(2), q) if phrases else q
         # The model embeds the query on another thread (onnxruntime lets go of the GIL) while
-        # the lexical leg runs and the catalog is read for its hits.
-        dense_vec = _worker().submit(self.dense.embed_query, words)
+        # the lexical leg runs and the catalog is read for its hits. Qdrant Edge keeps the GIL
+        # through a query: the lexical leg waits until the model's run has begun, or the run
+        # would wait for the leg (at 10,000 sessions the embedding ended ~11.5 ms into a search
+        # that way, against ~6.7 ms for the embedding alone).
+        running = threading.Event()
+        dense_vec = _worker().submit(self.dense.embed_query, words, running)
+        if self.dense.is_loaded:  # a cold process's model is still loading: no waiting for it
+            running.wait(0.05)
         sparse_vec = self.sparse.embed_query(words)
         _, lexical_hits = self.store.search_each(None, sparse_vec, flt, limit=CANDIDATES, fields=[])
         keys = self._point_keys(list(dict.fromkeys(h.id for h in lexical_hits)))
