@@ -626,8 +626,10 @@ class DenseEmbedder:
         for a caller on another thread: set once the model's run begins (or the call ends)."""
         try:
             self.load()
-            if running is not None and isinstance(self._model, _MeanPooledOnnx):
+            if isinstance(self._model, _MeanPooledOnnx):
                 return next(iter(self._model.query_embed([text], running))).tolist()
+            if running is not None:
+                running.set()  # no way into another model's run: the caller need not wait for all of it
             return next(iter(self._model.query_embed([text]))).tolist()
         finally:
             if running is not None:

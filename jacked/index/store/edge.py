@@ -340,6 +340,8 @@ class EdgeStore(VectorStore):
         the caller optimises in-process."""
         import subprocess
 
+        import qdrant_edge as qe
+
         shard, self._shard = self._require(), None
         try:
             shard.flush()
@@ -353,7 +355,9 @@ class EdgeStore(VectorStore):
         except OSError:
             done = False
         finally:
-            self._shard = load_shard(self.shard_path)  # a child stopped half-way: the load recovers
+            # With the configuration the child had: an in-process fallback then aims at the same
+            # segments (a child stopped half-way: the load recovers).
+            self._shard = load_shard(self.shard_path, _edge_config(qe, self.dims, segments))
         return done
 
     def upkeep(self) -> bool:
