@@ -359,11 +359,15 @@ class Jacked:
         return restore_brief(catalog, sid, budget if budget is not None else DEFAULT_MAX_TOKENS,
                              margin=self.settings.token_safety_margin)
 
-    def sessions(self, repo: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """Sessions, newest first (the `sessions --json` rows)."""
+    def sessions(self, repo: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
+        """Sessions, newest first (the `sessions --json` rows; `limit` of them from `offset`)."""
         from jacked.query.history import list_sessions
 
-        return list_sessions(self.fresh(), repo, limit)
+        return list_sessions(self.fresh(), repo, limit, offset)
+
+    def session_count(self, repo: str | None = None) -> int:
+        """How many sessions `sessions` lists in all."""
+        return self.fresh().count_sessions(repo)
 
     def turns(self, ref: str) -> dict[str, Any]:
         """A session's turns with invocations and metrics (the `turns --json` object)."""

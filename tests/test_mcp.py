@@ -164,3 +164,28 @@ def test_retrieve_answer_fits_the_bound_with_its_whole_context(tmp_path: Path,
             assert r["budget"] == MAX_RESULT_TOKENS - headroom
         else:
             assert r["budget"] < MAX_RESULT_TOKENS  # shrunk: the escaped context did not fit
+
+
+def test_list_sessions_reads_the_catalog_a_page_at_a_time(tmp_path: Path) -> None:
+    """Pages read with LIMIT/OFFSET from the catalog join up to the whole list, in its order, with
+    the catalog's own count as their total (for all sessions and for one repo)."""
+    from kit import scanned_real
+
+    from jacked.surfaces.mcp import JackedService
+
+    scanned_real(tmp_path / "home")
+    svc = JackedService(load_settings(tmp_path / "claude", jacked_home=str(tmp_path / "home"), user_name="ada"),
+                        scan=False)
+    everything = svc.catalog.list_sessions()
+    repo = max({r["repo_name"] for r in everything if r["repo_name"]},
+               key=lambda name: sum(r["repo_name"] == name for r in everything))
+    for repo_arg, expected in ((None, everything), (repo, [r for r in everything if r["repo_name"] == repo])):
+        assert len(expected) > 3
+        seen: list[str] = []
+        offset: int | None = 0
+        while offset is not None:
+            body = json.loads(svc.list_sessions(repo_arg, offset=offset, limit=3))
+            assert body["total"] == len(expected) and body["offset"] == offset and len(body["items"]) <= 3
+            seen += [s["session_id"] for s in body["items"]]
+            offset = body["next_offset"]
+        assert seen == [r["session_id"] for r in expected]

@@ -409,18 +409,26 @@ class Catalog:
     def session_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT session_id FROM sessions WHERE has_main = 1 ORDER BY session_id")]
 
-    def list_sessions(self, repo: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """Sessions with a main file, newest first."""
-        sql = "SELECT * FROM sessions WHERE has_main = 1"
-        args: list[Any] = []
-        if repo:
-            sql += " AND " + repo_match()
-            args += [repo, repo]
-        sql += " ORDER BY COALESCE(started_at, '') DESC, session_id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(limit)
+    def list_sessions(self, repo: str | None = None, limit: int | None = None,
+                      offset: int = 0) -> list[dict[str, Any]]:
+        """Sessions with a main file, newest first (`limit` rows from `offset`)."""
+        where, args = self._listed(repo)
+        sql = f"SELECT * FROM sessions WHERE {where} ORDER BY COALESCE(started_at, '') DESC, session_id"
+        if limit is not None or offset:
+            sql += " LIMIT ? OFFSET ?"
+            args += [-1 if limit is None else limit, offset]
         return [dict(r) for r in self.db.execute(sql, args)]
+
+    def count_sessions(self, repo: str | None = None) -> int:
+        """How many sessions `list_sessions` lists in all."""
+        where, args = self._listed(repo)
+        return int(self.db.execute(f"SELECT COUNT(*) FROM sessions WHERE {where}", args).fetchone()[0])
+
+    @staticmethod
+    def _listed(repo: str | None) -> tuple[str, list[Any]]:
+        if repo:
+            return "has_main = 1 AND " + repo_match(), [repo, repo]
+        return "has_main = 1", []
 
     def get_session_row(self, session_id: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()

@@ -72,24 +72,34 @@ def bounded(obj: dict[str, Any], max_tokens: int = MAX_RESULT_TOKENS) -> str:
     return text
 
 
+def page_bounds(offset: int, limit: int) -> tuple[int, int]:
+    """`offset` and `limit` as a page takes them: from 0, 1 to 200 items."""
+    return max(0, offset), max(1, min(limit, 200))
+
+
 def page(items: list[Any], offset: int, limit: int, max_tokens: int = MAX_RESULT_TOKENS,
-         extra: dict[str, Any] | None = None) -> str:
+         extra: dict[str, Any] | None = None, total: int | None = None) -> str:
     """One page of `items` as JSON: {items, total, offset, next_offset, ...extra}, within the bound.
 
     The page is the longest run from `offset` (at most `limit` items) that fits (budget.fit,
     contiguous: the rest is on the next page); its first item always goes in, its long texts
-    clipped harder (`bounded`) if it alone is over."""
-    offset = max(0, offset)
-    limit = max(1, min(limit, 200))
-    chunk = [clip(x) for x in items[offset:offset + limit]]
+    clipped harder (`bounded`) if it alone is over. With `total`, `items` holds only the rows
+    from `offset` on (a page read from the catalog), out of `total`."""
+    offset, limit = page_bounds(offset, limit)
+    if total is None:
+        chunk, total = items[offset:offset + limit], len(items)
+    else:
+        chunk = items[:limit]
+    chunk = [clip(x) for x in chunk]
+    count = total
 
     def body(kept: list[Any]) -> dict[str, Any]:
         nxt = offset + len(kept)
-        return {**(extra or {}), "items": kept, "total": len(items), "offset": offset,
-                "next_offset": nxt if nxt < len(items) else None}
+        return {**(extra or {}), "items": kept, "total": count, "offset": offset,
+                "next_offset": nxt if nxt < count else None}
 
     # The frame at its widest (next_offset a number, not null); each item adds its JSON and a comma.
-    frame = count_tokens(dumps({**body([]), "next_offset": len(items)}))
+    frame = count_tokens(dumps({**body([]), "next_offset": total}))
     kept, over = _fit_json(chunk, max_tokens, frame, body, first_must=True)
     text = dumps(body(kept))
     if over:  # one huge item: clip its texts harder
@@ -159,7 +169,9 @@ class JackedService:
             budget = max(MIN_BUDGET, budget - over - 100)
 
     def list_sessions(self, repo: str | None = None, offset: int = 0, limit: int = 20) -> str:
-        return page(self.jacked.sessions(repo), offset, limit)
+        # Read from the catalog a page at a time: a long history is never loaded whole.
+        offset, limit = page_bounds(offset, limit)
+        return page(self.jacked.sessions(repo, limit, offset), offset, limit, total=self.jacked.session_count(repo))
 
     def get_session(self, session_id: str) -> str:
         from jacked.query.history import session_summary
