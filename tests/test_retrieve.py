@@ -121,6 +121,25 @@ def test_recall_brief_is_short_and_about_the_repo(catalog: Catalog) -> None:
     assert small["tokens"] <= 120
 
 
+
+def test_recall_reads_only_the_newest_sessions_of_a_big_repo_and_counts_the_rest(catalog: Catalog) -> None:
+    """The repo's newest sessions come with a LIMIT and the rest are only counted: the same rows as
+    reading them all, and the brief's head gives the count an independent SQL query finds."""
+    from jacked.catalog.retrieve_queries import sessions_in_folder
+
+    cwd = catalog.db.execute("SELECT cwd FROM sessions WHERE has_main = 1 GROUP BY cwd "
+                             "ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
+    everything, total = sessions_in_folder(catalog, cwd, None)
+    assert total == len(everything) > 2
+    newest, counted = sessions_in_folder(catalog, cwd, None, limit=2)
+    assert counted == total and [r["session_id"] for r in newest] == [r["session_id"] for r in everything[:2]]
+    below = cwd.replace("_", "\\_").replace("%", "\\%") + "/%"
+    independent = catalog.db.execute("SELECT COUNT(*) FROM sessions WHERE has_main = 1 AND (cwd = ? OR cwd LIKE ? "
+                                     "ESCAPE '\\')", (cwd, below)).fetchone()[0]
+    brief = recall_brief(catalog, cwd, max_tokens=1500)
+    assert f"jacked memory: {independent} past Claude Code sessions in" in brief["text"]
+
+
 # ---------------------------------------------------------------- CLI
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -189,6 +189,9 @@ _NO_SESSION_KEYS: dict[str, Any] = {"repo_name": None, "session_started_at": Non
                                      "agent": None}
 
 
+# How `list_sessions` orders sessions: newest first, ties by id.
+LISTED_ORDER = "ORDER BY COALESCE(started_at, '') DESC, session_id"
+
 class Catalog:
     """The SQLite catalog. One instance per process; use `transaction()` for writes."""
 
@@ -413,11 +416,17 @@ class Catalog:
                       offset: int = 0) -> list[dict[str, Any]]:
         """Sessions with a main file, newest first (`limit` rows from `offset`)."""
         where, args = self._listed(repo)
-        sql = f"SELECT * FROM sessions WHERE {where} ORDER BY COALESCE(started_at, '') DESC, session_id"
+        sql = f"SELECT * FROM sessions WHERE {where} {LISTED_ORDER}"
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
             args += [-1 if limit is None else limit, offset]
         return [dict(r) for r in self.db.execute(sql, args)]
+
+    def listed_session_ids(self) -> list[str]:
+        """The ids of the sessions `list_sessions` lists, in its order (not their wide rows)."""
+        where, args = self._listed(None)
+        return [r[0] for r in self.db.execute(
+            f"SELECT session_id FROM sessions WHERE {where} {LISTED_ORDER}", args)]
 
     def count_sessions(self, repo: str | None = None) -> int:
         """How many sessions `list_sessions` lists in all."""

@@ -25,9 +25,17 @@ def decision_lines(catalog: Catalog, session_id: str) -> list[tuple[int, str]]:
     return out
 
 
-def sessions_in_folder(catalog: Catalog, folder: str, repo_name: str | None) -> list[dict[str, Any]]:
-    """Listed sessions run in `folder` or below it, or in a repo named `repo_name`; newest first."""
+def sessions_in_folder(catalog: Catalog, folder: str, repo_name: str | None,
+                       limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    """(the newest `limit` listed sessions run in `folder` or below it, or in a repo named
+    `repo_name`, newest first; how many there are in all): a repo with thousands of sessions is
+    counted, not read whole."""
     below = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
-    return [dict(r) for r in catalog.db.execute(
-        "SELECT * FROM sessions WHERE has_main = 1 AND (cwd = ? OR cwd LIKE ? ESCAPE '\\' OR repo_name = ?) "
-        "ORDER BY COALESCE(ended_at, started_at, '') DESC", (folder, below, repo_name))]
+    where = "has_main = 1 AND (cwd = ? OR cwd LIKE ? ESCAPE '\\' OR repo_name = ?)"
+    args = (folder, below, repo_name)
+    rows = [dict(r) for r in catalog.db.execute(
+        f"SELECT * FROM sessions WHERE {where} ORDER BY COALESCE(ended_at, started_at, '') DESC LIMIT ?",
+        (*args, -1 if limit is None else limit))]
+    total = len(rows) if limit is None or len(rows) < limit else int(catalog.db.execute(
+        f"SELECT COUNT(*) FROM sessions WHERE {where}", args).fetchone()[0])
+    return rows, total

@@ -139,7 +139,7 @@ def export_rows(catalog: Catalog, session_ids: list[str] | None = None) -> list[
 def iter_export_rows(catalog: Catalog, session_ids: list[str] | None = None) -> Iterator[dict[str, Any]]:
     """`export_rows` one session at a time: `jacked export` of a 10,000-session history holds one
     session's turns in memory, not all of them."""
-    ids = session_ids if session_ids else [r["session_id"] for r in catalog.list_sessions()]
+    ids = session_ids if session_ids else catalog.listed_session_ids()
     for sid in ids:
         row = catalog.get_session_row(sid)
         if row is None:

@@ -491,12 +491,13 @@ RECALL_MAX_TOKENS = 1500
 RECALL_SESSIONS = 6
 
 
-def _repo_sessions(catalog: Catalog, cwd: str) -> list[dict[str, Any]]:
-    """Sessions of the repo at `cwd` (same cwd, or inside it, or the same repo name), newest first."""
+def _repo_sessions(catalog: Catalog, cwd: str, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """The newest `limit` sessions of the repo at `cwd` (same cwd, or inside it, or the same repo
+    name), newest first, and how many it has."""
     from jacked.sources.claude.discover import repo_name_of
 
     top = cwd.rstrip("/") or "/"
-    return retrieve_queries.sessions_in_folder(catalog, top, repo_name_of(top))
+    return retrieve_queries.sessions_in_folder(catalog, top, repo_name_of(top), limit)
 
 
 def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[str]] | None = None,
@@ -513,7 +514,7 @@ def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[s
     from jacked.sources.claude.discover import repo_name_of
 
     now = now or now_utc()
-    rows = _repo_sessions(catalog, cwd)
+    rows, total = _repo_sessions(catalog, cwd, RECALL_SESSIONS)
     repo = repo_name_of(cwd) or cwd
     ordered: dict[str, dict[str, Any]] = {r["session_id"]: r for r in rows[:RECALL_SESSIONS]}
     if search is not None and rows:
@@ -527,7 +528,7 @@ def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[s
             pass
     if not ordered:
         return {"repo": repo, "sessions": [], "text": "", "tokens": 0}
-    head = (f"jacked memory: {len(rows)} past Claude Code sessions in {repo}. Most relevant, newest first "
+    head = (f"jacked memory: {total} past Claude Code sessions in {repo}. Most relevant, newest first "
             f"(load one with `jacked retrieve <id> --mode smart`, or use the jacked skill):")
     entries: list[tuple[str, str]] = []
     for sid, r in ordered.items():
