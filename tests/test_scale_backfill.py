@@ -514,3 +514,96 @@ def test_a_bulk_load_keeps_segments_apart_and_the_next_optimisation_merges_them(
         assert config["optimizers"]["default_segment_number"] == SEGMENTS
     finally:
         store.close()
+
+
+def test_an_optimisation_runs_in_the_background_until_the_store_is_next_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`upkeep(wait=False)` starts the optimizer child and returns with the shard closed; the next
+    use of the store waits for the child, loads the optimised shard and finds every point; a close
+    during the optimisation waits for it too, and the index opens again whole."""
+    import random
+
+    import jacked.index.store.edge as edge
+    from jacked.index.store import Point
+    from jacked.index.store.edge import EdgeStore
+
+    monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 600)
+    dims, per_round = 64, 600
+    rng = random.Random(11)
+
+    def points(r: int) -> list[Any]:
+        return [Point(id=f"00000000-0000-4000-8000-{r * per_round + i:012d}", payload={"session_id": f"s{r}"},
+                      dense=[rng.uniform(-1, 1) for _ in range(dims)]) for i in range(per_round)]
+
+    store = EdgeStore(tmp_path / "index").open("m", dims)
+    try:
+        store.upsert(points(0))
+        assert store.upkeep(wait=False) is True
+        child = store._optimizing.child  # type: ignore[union-attr]
+        assert child is not None and store._shard is None  # closed in this process while the child works
+        assert store.upkeep(wait=False) is False  # one at a time
+        assert store.count() == per_round  # waits for the child, then reads the optimised shard
+        assert child.returncode == 0 and store._optimizing is None and store._shard is not None
+        assert store.writes_pending == 0  # counted as optimised
+        store.upsert(points(1))
+        assert store.upkeep(wait=False) is True
+        child = store._optimizing.child  # type: ignore[union-attr]
+    finally:
+        store.close()  # mid-optimisation: waits for it, then closes
+    assert child.returncode == 0
+    store = EdgeStore(tmp_path / "index").open(None, None)
+    try:
+        assert store.count() == 2 * per_round and store.writes_pending == 0
+        found = store.retrieve([f"00000000-0000-4000-8000-{per_round + 5:012d}"], ["session_id"])
+        assert [h.payload["session_id"] for h in found] == ["s1"]
+    finally:
+        store.close()
+
+
+def test_the_dense_pass_embeds_while_an_optimisation_runs_and_ends_with_a_clean_runs_points(
+        corpus: tuple[Path, dict[str, Any]], clean: tuple[dict[str, Any], dict[str, Any]], dense_embedder: Any,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With optimisations due every few rounds, rounds read ahead are embedded while the optimizer
+    child works, their vectors written after it: the index ends with a clean run's points."""
+    import jacked.index.indexer as indexer_module
+    import jacked.index.store.edge as edge
+
+    monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 120)
+    monkeypatch.setattr(indexer_module, "DENSE_BATCH_POINTS", 8)
+    monkeypatch.setattr(indexer_module, "AHEAD_ROUNDS", 6)
+    stores: list[Any] = []
+    seen: list[bool] = []
+    open_store, dense_vectors = Indexer.open_store, Indexer._dense_vectors
+
+    def remember(self: Indexer, *a: Any, **k: Any) -> Any:
+        stores.append(open_store(self, *a, **k))
+        return stores[-1]
+
+    def watched(self: Indexer, texts: list[str], report: Any) -> Any:
+        seen.append(stores[-1].optimizing)
+        return dense_vectors(self, texts, report)
+
+    monkeypatch.setattr(Indexer, "open_store", remember)
+    monkeypatch.setattr(Indexer, "_dense_vectors", watched)
+    settings = load_settings(corpus[0], jacked_home=str(tmp_path / "home"), user_name="ada")
+    report = Indexer(settings).backfill()
+    assert report.points_dense_filled == clean[0]["points_dense_filled"] > 0
+    assert any(seen) and not all(seen)  # some rounds embedded beside the child, others not
+    assert _points(tmp_path / "home") == clean[1]
+
+
+def test_points_rewritten_while_others_were_let_in_are_left_for_the_next_run(tmp_path: Path) -> None:
+    """`_still_held` keeps only the points the store still holds with the content hash read."""
+    from jacked.index.store import Point
+    from jacked.index.store.edge import EdgeStore
+
+    ids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(3)]
+    store = EdgeStore(tmp_path / "index").open("m", 4)
+    try:
+        store.upsert([Point(id=pid, payload={"content_hash": f"h{i}"}, dense=[1.0, 0, 0, 0]) for i, pid in enumerate(ids)])
+        store.set_payload([ids[1]], {"content_hash": "rewritten"})  # as a hook let in would
+        store.delete_points([ids[2]])
+        kept = Indexer._still_held(store, [(ids[0], "s", "h0"), (ids[1], "s", "h1"), (ids[2], "t", "h2")])
+        assert kept == [(ids[0], "s", "h0")]
+    finally:
+        store.close()

@@ -25,7 +25,8 @@ import hashlib
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,9 @@ LEXICAL_BATCH_DOCS = 1024
 # chunks (a chunk is at most ~4 s of embedding on 2 cores) and each chunk's vectors cached at once
 # (a backfill killed mid-round embeds at most one chunk again).
 DENSE_BATCH_POINTS = 512
+# Rounds of the dense pass read ahead of an optimisation, to embed while it runs in the background:
+# an optimisation of `OPTIMIZE_EVERY` points takes ~20-30 s on 2 cores, a round's ~100 texts ~3-4 s.
+AHEAD_ROUNDS = 12
 EMBED_CHUNK = 32
 Progress = Callable[[str, int, int], None]
 # A backfill that wrote at least this many points builds the store's search graph for the last
@@ -71,7 +75,7 @@ class IndexReport:
     texts_embedded: int = 0
     points_dense_filled: int = 0  # points given their dense vector by the dense pass
     glance: GlanceReport | None = None  # the glance a backfill starts with
-    optimize_seconds: float = 0.0  # of `seconds`, spent building the store's segments and graphs
+    optimize_seconds: float = 0.0  # of `seconds`, spent waiting for the store to build its segments and graphs
     lines_skipped: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -90,6 +94,18 @@ class IndexReport:
             "glance_points": self.glance.points if self.glance else 0,
             "glance_seconds": round(self.glance.seconds, 3) if self.glance else 0.0,
         }
+
+
+@dataclass
+class _DenseRound:
+    """A round of the dense pass: its waiting points (point id, session id, content hash), their
+    payloads as read from the store, and the vectors of their texts once embedded."""
+
+    part: list[tuple[str, str, str]]
+    held: dict[str, dict[str, Any]]
+    read_at: int  # handovers to other processes before the read (a later one: read again)
+    ok: list[tuple[str, str, str]] = field(default_factory=list)  # points whose text was read as recorded
+    vectors: dict[str, list[float]] = field(default_factory=dict)
 
 
 def _new_report() -> IndexReport:
@@ -276,7 +292,12 @@ class Indexer:
 
     def _fill_dense(self, store: Any, report: IndexReport, progress: Progress | None, log: BackfillLog) -> None:
         """The dense pass: embed the texts of points written without their dense vector (newest
-        sessions first) and set them, a round of `DENSE_BATCH_POINTS` at a time."""
+        sessions first) and set them, a round of `DENSE_BATCH_POINTS` at a time.
+
+        When the store is due an optimisation, the texts of the next `AHEAD_ROUNDS` rounds are read
+        first; the optimisation then runs in the background (`upkeep(wait=False)`) while they are
+        embedded, and their vectors are written once it is done. A waiting process let in
+        meanwhile (a hook) may have rewritten points read before: those are checked again."""
         sessions = index_state.dense_pending_sessions(self.catalog, self.user)
         if not sessions:
             return
@@ -284,35 +305,68 @@ class Indexer:
         log.dense_start(total)
         model = self.dense.model_name
         filled = 0
-        for start in range(0, len(sessions), 200):
-            chunk = sessions[start:start + 200]
-            rows = index_state.pending_points(self.catalog, chunk, self.user)
-            for i in range(0, len(rows), DENSE_BATCH_POINTS):
-                part = rows[i:i + DENSE_BATCH_POINTS]
+        handovers = 0  # times other processes were let in (they may write)
+
+        def rounds() -> Iterator[list[tuple[str, str, str]]]:
+            for start in range(0, len(sessions), 200):
+                rows = index_state.pending_points(self.catalog, sessions[start:start + 200], self.user)
+                for i in range(0, len(rows), DENSE_BATCH_POINTS):
+                    yield rows[i:i + DENSE_BATCH_POINTS]
+
+        upcoming = rounds()
+        ahead: deque[_DenseRound] = deque()
+
+        def read_ahead(n: int) -> None:
+            while len(ahead) < n and (part := next(upcoming, None)):
                 held = {h.id: h.payload for h in store.retrieve([pid for pid, _, _ in part], ["text", "content_hash"])}
-                ok = [(pid, sid, h) for pid, sid, h in part
-                      if held.get(pid, {}).get("content_hash") == h and isinstance(held[pid].get("text"), str)]
-                broken = sorted({sid for pid, sid, h in part if (pid, sid, h) not in ok})
-                texts = sorted({held[pid]["text"] for pid, _, _ in ok}, key=lambda t: (len(t), t))
-                vectors: dict[str, list[float]] = {}
-                for j in range(0, len(texts), EMBED_CHUNK):
-                    vectors.update(self._dense_vectors(texts[j:j + EMBED_CHUNK], report))
-                    log.dense(filled, report.texts_embedded)
-                    store.let_waiters_in()
-                if ok:
-                    store.update_vectors([(pid, vectors[held[pid]["text"]]) for pid, _, _ in ok])
-                    store.set_payload([pid for pid, _, _ in ok], {"embedding_model": model})
+                ahead.append(_DenseRound(part, held, handovers))
+
+        def let_in() -> None:
+            nonlocal handovers
+            handovers += store.let_waiters_in()
+
+        unwritten: list[_DenseRound] = []
+        read_ahead(1)
+        while ahead:
+            r = ahead.popleft()
+            r.ok = [(pid, sid, h) for pid, sid, h in r.part
+                    if r.held.get(pid, {}).get("content_hash") == h and isinstance(r.held[pid].get("text"), str)]
+            texts = sorted({r.held[pid]["text"] for pid, _, _ in r.ok}, key=lambda t: (len(t), t))
+            for j in range(0, len(texts), EMBED_CHUNK):
+                r.vectors.update(self._dense_vectors(texts[j:j + EMBED_CHUNK], report))
+                log.dense(filled, report.texts_embedded)
+                let_in()
+            unwritten.append(r)
+            if store.optimizing and ahead:
+                continue  # the optimizer child still works: embed the next round read ahead
+            for done in unwritten:
+                if done.ok and done.read_at != handovers:
+                    done.ok = self._still_held(store, done.ok)
+                kept = set(done.ok)
+                broken = sorted({sid for pid, sid, h in done.part if (pid, sid, h) not in kept})
+                if done.ok:
+                    store.update_vectors([(pid, done.vectors[done.held[pid]["text"]]) for pid, _, _ in done.ok])
+                    store.set_payload([pid for pid, _, _ in done.ok], {"embedding_model": model})
                 # A session is clean once none of its points waits any more (checked in the catalog).
-                index_state.record_dense(self.catalog, self.user, [(pid, h) for pid, _, h in ok],
-                                         sorted({sid for _, sid, _ in part}), broken)
-                filled += len(ok)
-                report.points_dense_filled += len(ok)
+                index_state.record_dense(self.catalog, self.user, [(pid, h) for pid, _, h in done.ok],
+                                         sorted({sid for _, sid, _ in done.part}), broken)
+                filled += len(done.ok)
+                report.points_dense_filled += len(done.ok)
                 log.dense(filled, report.texts_embedded)
                 if progress:
                     progress("dense", filled, total)
-                store.upkeep()
-                store.let_waiters_in()
-                store.release_memory()  # the payload pages read for the texts, the pages written
+            unwritten.clear()
+            read_ahead(AHEAD_ROUNDS if store.upkeep_due() else 1)
+            store.upkeep(wait=False)
+            let_in()
+            store.release_memory()  # the payload pages read for the texts, the pages written
+
+    @staticmethod
+    def _still_held(store: Any, points: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+        """Those of (point id, session id, content hash) `points` the store still holds with that hash."""
+        now = {h.id: h.payload.get("content_hash") for h in store.retrieve([pid for pid, _, _ in points],
+                                                                           ["content_hash"])}
+        return [p for p in points if now.get(p[0]) == p[2]]
 
     def _upgrade_payloads(self, store: Any) -> None:
         """Give points written by an older jacked the payload fields filters now use, without
@@ -431,7 +485,7 @@ class Indexer:
                 self._write_batch(store, pending, report, lexical)
                 pending, pending_docs = [], 0
                 if lexical:
-                    store.upkeep()
+                    store.upkeep(wait=False)  # while the next batch's documents are made
                     store.let_waiters_in()
             if progress:
                 progress("index", i + 1, len(stale))

@@ -273,12 +273,22 @@ class VectorStore(abc.ABC):
             raise StoreError("store is not open")
         return self._dims
 
-    def optimize(self) -> None:
-        """Build indexes / merge segments now if the backend needs it (default: nothing)."""
+    def optimize(self, wait: bool = True) -> None:
+        """Build indexes / merge segments now if the backend needs it (default: nothing). With
+        `wait` False a backend may go on in the background until the store is next used."""
 
-    def upkeep(self) -> bool:
+    def upkeep(self, wait: bool = True) -> bool:
         """For a writer between batches: optimise when enough was written since the last time
-        (default: nothing; a server optimises by itself). True if it ran."""
+        (default: nothing; a server optimises by itself). True if it ran (see `optimize`)."""
+        return False
+
+    def upkeep_due(self) -> bool:
+        """Whether `upkeep` would optimise now (default: never)."""
+        return False
+
+    @property
+    def optimizing(self) -> bool:
+        """An optimisation started with `wait` False still runs (default: never)."""
         return False
 
     @contextmanager

@@ -41,6 +41,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,15 @@ _CONFIG_VERSION = 3  # 3: TurboQuant 4-bit codes of the dense vectors (2: int8)
 _LEFT_OPEN: dict[Path, tuple[Any, Any, int]] = {}
 
 
+@dataclass
+class _Optimizing:
+    """An optimizer child at work on the shard (the store has it closed meanwhile)."""
+
+    segments: int
+    bulk: bool  # started inside `bulk()`: its segments still want merging after it
+    child: Any = None  # subprocess.Popen; None: none could start
+
+
 class EdgeStore(VectorStore):
     """jacked's index in an embedded Qdrant Edge shard under ``path``.
 
@@ -152,11 +162,14 @@ class EdgeStore(VectorStore):
         self._mutex = threading.RLock()
         self._unflushed = 0
         self._written = 0  # points written by this process since the optimizers last ran
-        self.optimize_seconds = 0.0  # spent in the optimizers by this store (a backfill reports it)
+        # What the optimizers added to this store's user's time: waiting for them (a backfill
+        # reports it; one run beside other work adds only the part that work did not cover).
+        self.optimize_seconds = 0.0
         self._upkeep: dict[str, Any] = {}  # the index.upkeep.json read at open
         self._wal_at_open: object = None  # the write-ahead log's files when opened (`_wal_mark`)
         self._opened_at = 0  # time.time_ns() when the shard was last loaded
         self._bulk = False  # inside `bulk()`: optimisations keep segments apart
+        self._optimizing: _Optimizing | None = None  # an optimizer child running (`optimize(wait=False)`)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -171,7 +184,7 @@ class EdgeStore(VectorStore):
         See :meth:`VectorStore.open`. Raises :class:`StoreBusy` when another process keeps
         the index longer than ``lock_timeout``.
         """
-        if self._shard is not None:
+        if self._shard is not None or self._optimizing is not None:
             raise StoreError(f"index {self.path} is already open in this store")
         if (dense_model is None) != (dims is None):
             raise ValueError("give both dense_model and dims, or neither")
@@ -246,6 +259,11 @@ class EdgeStore(VectorStore):
         """Flush segments, close the shard and release the lock. Idempotent. In a process that
         ends soon, the shard and the lock are left to the exit instead (see the module doc)."""
         with self._mutex:
+            unfinished: StoreError | None = None
+            try:
+                self._finish_optimize()
+            except StoreError as e:  # the shard stays as the child left it: closed all the same
+                unfinished = e
             shard, self._shard = self._shard, None
             leave = shard is not None and ends_soon()
             try:
@@ -264,6 +282,8 @@ class EdgeStore(VectorStore):
                     self._release_lock()
                 self._dense_model = None
                 self._dims = None
+        if unfinished is not None:
+            raise unfinished
 
     def _leave_open(self, shard: Any) -> None:
         """Keep `shard` and the lock for the process's exit: neither is ever freed (a reference is
@@ -294,14 +314,17 @@ class EdgeStore(VectorStore):
             self._require().flush()
             self._unflushed = 0
 
-    def optimize(self) -> None:
-        """Run Qdrant's segment optimizers (HNSW build, merges, vacuum of deleted points), blocking.
+    def optimize(self, wait: bool = True) -> None:
+        """Run Qdrant's segment optimizers (HNSW build, merges, vacuum of deleted points).
 
         Each optimisation reads at most one segment's worth (`MAX_SEGMENT_KB`) of vectors; about
         1.5 s per 1,000 new dense points on 2 cores. Writers run it every `OPTIMIZE_EVERY`
-        points (:meth:`upkeep`). It runs in a child process (see `_optimize_apart`), which maps
+        points (:meth:`upkeep`). It runs in a child process (see `_start_optimize`), which maps
         the segments it reads and writes (~280 MB for a 24k-point segment): in a backfill, that
-        would otherwise come on top of the embedding model's memory.
+        would otherwise come on top of the embedding model's memory. With `wait` False it returns
+        once the child has started: this process may go on with work that needs no index (the
+        child uses ~1.35 of 2 cores; embedding the next texts meanwhile takes the rest), and its
+        next use of the store waits for the child first.
         """
         import qdrant_edge as qe
 
@@ -316,60 +339,88 @@ class EdgeStore(VectorStore):
                     schema = dict(_index_schemas(qe))[name]
                     shard.update(qe.UpdateOperation.delete_field_index(name))
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
+            self._start_optimize(BULK_SEGMENTS if self._bulk else SEGMENTS)
+        if wait:
+            self._finish_optimize()
+
+    def _start_optimize(self, segments: int) -> None:
+        """Close the shard and start the optimizer child on it, aiming at `segments` segments; this
+        process keeps the lock meanwhile. Where no child can start (no interpreter), the
+        optimisation runs in this process when it is finished (`_finish_optimize`)."""
+        import subprocess
+
+        t0 = time.perf_counter()
+        shard, self._shard = self._require(), None
+        try:
+            shard.flush()
+        finally:
+            shard.close()
+        run = _Optimizing(segments=segments, bulk=self._bulk)
+        try:
+            run.child = subprocess.Popen([sys.executable, "-c", _OPTIMIZER, str(self.shard_path), str(os.getpid()),
+                                          str(self.dims), str(segments)],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+        except OSError:
+            run.child = None
+        self._optimizing = run
+        self.optimize_seconds += time.perf_counter() - t0
+
+    def _finish_optimize(self) -> None:
+        """Wait for the optimizer child, if one runs, and load the shard again; optimise here if
+        the child failed (a child stopped half-way: the load recovers what it did)."""
+        import qdrant_edge as qe
+
+        with self._mutex:
+            run = self._optimizing
+            if run is None:
+                return
+            self._optimizing = None
             t0 = time.perf_counter()
-            if not self._optimize_apart(BULK_SEGMENTS if self._bulk else SEGMENTS):
-                self._require().optimize()
-                self._require().flush()
+            with self._errors("optimize"):
+                done = run.child is not None and run.child.wait() == 0
+                # With the configuration the child had: an in-process fallback aims at the same segments.
+                self._shard = load_shard(self.shard_path, _edge_config(qe, self.dims, run.segments))
+                if not done:
+                    self._shard.optimize()
+                    self._shard.flush()
             self.optimize_seconds += time.perf_counter() - t0
             self._unflushed = 0
             self._written = 0
             # After a bulk optimisation the segments still want merging: the next optimisation
             # outside bulk mode does it, even if a crash ends the bulk load first.
-            left = {"merge": True} if self._bulk else {}
+            left = {"merge": True} if run.bulk else {}
             if self._upkeep != left:
                 self._upkeep = left
                 self._write_upkeep()
         release_pages(self.path)
         trim_heap()  # what the closed shard held before it was loaded again
 
-    def _optimize_apart(self, segments: int) -> bool:
-        """Run the optimizers on the shard in a child process while this one, holding the lock,
-        has it closed; then load it again. The child loads it with this version's configuration,
-        aiming at `segments` segments (kept by the shard for the next load). False (the shard
-        loaded again, nothing lost) when the child could not do it, e.g. no interpreter to start:
-        the caller optimises in-process."""
-        import subprocess
-
-        import qdrant_edge as qe
-
-        shard, self._shard = self._require(), None
-        try:
-            shard.flush()
-        finally:
-            shard.close()
-        try:
-            done = subprocess.run([sys.executable, "-c", _OPTIMIZER, str(self.shard_path), str(os.getpid()),
-                                   str(self.dims), str(segments)],
-                                  stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False).returncode == 0
-        except OSError:
-            done = False
-        finally:
-            # With the configuration the child had: an in-process fallback then aims at the same
-            # segments (a child stopped half-way: the load recovers).
-            self._shard = load_shard(self.shard_path, _edge_config(qe, self.dims, segments))
-        return done
-
-    def upkeep(self) -> bool:
+    def upkeep(self, wait: bool = True) -> bool:
         """For a writer between batches: run the optimizers once `OPTIMIZE_EVERY` points were
         written since they last ran (counting other processes' writes: hooks add a few points
-        each), or when the shard still has an older jacked's layout. True if they ran."""
+        each), or when the shard still has an older jacked's layout. True if they ran (or, with
+        `wait` False, started: see `optimize`)."""
         with self._mutex:
-            due = (self._written + int(self._upkeep.get("writes") or 0) >= OPTIMIZE_EVERY
-                   or bool(self._upkeep.get("reoptimize")) or (bool(self._upkeep.get("merge")) and not self._bulk))
+            if self._optimizing is not None:
+                if not wait:
+                    return False  # one at a time (nothing was written since it started: writes wait for it)
+                self._finish_optimize()
+            due = self.upkeep_due()
         if due:
-            self.optimize()
+            self.optimize(wait)
         return due
+
+    def upkeep_due(self) -> bool:
+        """Whether `upkeep` would run the optimizers now."""
+        return (self._written + int(self._upkeep.get("writes") or 0) >= OPTIMIZE_EVERY
+                or bool(self._upkeep.get("reoptimize")) or (bool(self._upkeep.get("merge")) and not self._bulk))
+
+    @property
+    def optimizing(self) -> bool:
+        """The optimizer child started by `optimize(wait=False)` still runs."""
+        run = self._optimizing
+        return run is not None and run.child is not None and run.child.poll() is None
 
     @contextmanager
     def bulk(self) -> Iterator[EdgeStore]:
@@ -623,6 +674,8 @@ class EdgeStore(VectorStore):
     # -- helpers -----------------------------------------------------------
 
     def _require(self) -> Any:
+        if self._optimizing is not None:
+            self._finish_optimize()
         if self._shard is None:
             raise StoreError("store is not open: call open(model, dims) first")
         return self._shard
@@ -1068,7 +1121,7 @@ def release_pages(root: Path) -> int:
     return advised
 
 
-# The child process of `EdgeStore._optimize_apart` (the parent holds the index lock meanwhile). It
+# The child process of `EdgeStore._start_optimize` (the parent holds the index lock meanwhile). It
 # must not outlive its parent (a backfill killed with SIGKILL): the shard would be open in two
 # processes once the next one starts. On Linux the kernel kills it with its parent.
 _OPTIMIZER = """
