@@ -25,6 +25,7 @@ import hashlib
 import os
 import socket
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -105,7 +106,7 @@ class _DenseRound:
     held: dict[str, dict[str, Any]]
     read_at: int  # handovers to other processes before the read (a later one: read again)
     ok: list[tuple[str, str, str]] = field(default_factory=list)  # points whose text was read as recorded
-    vectors: dict[str, list[float]] = field(default_factory=dict)
+    vectors: dict[str, array[float]] = field(default_factory=dict)
 
 
 def _new_report() -> IndexReport:
@@ -333,7 +334,9 @@ class Indexer:
                     if r.held.get(pid, {}).get("content_hash") == h and isinstance(r.held[pid].get("text"), str)]
             texts = sorted({r.held[pid]["text"] for pid, _, _ in r.ok}, key=lambda t: (len(t), t))
             for j in range(0, len(texts), EMBED_CHUNK):
-                r.vectors.update(self._dense_vectors(texts[j:j + EMBED_CHUNK], report))
+                # As float32 arrays (what the model made): rounds read ahead wait with theirs.
+                r.vectors.update((t, array("f", v)) for t, v in self._dense_vectors(texts[j:j + EMBED_CHUNK],
+                                                                                     report).items())
                 log.dense(filled, report.texts_embedded)
                 let_in()
             unwritten.append(r)
