@@ -883,7 +883,8 @@ def _print_scale(r: dict[str, float], first: dict[str, float]) -> None:
           f"{r['backfill_cpu'] / r['bare_cpu']:.2f} CPU (goal <= 1.3)")
     # The store's optimisations run in both passes (every `OPTIMIZE_EVERY` points written) and at the end.
     print(f"      passes: glance {r['glance_s']:.0f} s, lexical {r['lexical_s']:.0f} s, dense {r['dense_s']:.0f} s; "
-          f"waiting for the store's optimisations in all of them (segment and graph builds, merges, vacuums; they run beside other work when they can) {r['optimize_s']:.0f} s")
+          f"waiting for the store's optimisations in all of them (segment and graph builds, merges, vacuums; "
+          f"they run beside other work when they can) {r['optimize_s']:.0f} s")
     print(f"    planted phrase (oldest session) found by search after {r['planted_found_s']:.0f} s (goal <= 60)")
     print(f"    unchanged re-run         : {r['rerun_s']:8.2f} s, {int(r['rerun_embedded'])} texts embedded")
     print(f"    peak RSS backfill        : {r['rss_backfill']:6.0f} MB{flat('rss_backfill')}")
