@@ -192,6 +192,7 @@ _NO_SESSION_KEYS: dict[str, Any] = {"repo_name": None, "session_started_at": Non
 # How `list_sessions` orders sessions: newest first, ties by id.
 LISTED_ORDER = "ORDER BY COALESCE(started_at, '') DESC, session_id"
 
+
 class Catalog:
     """The SQLite catalog. One instance per process; use `transaction()` for writes."""
 
