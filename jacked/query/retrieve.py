@@ -516,7 +516,7 @@ def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[s
     now = now or now_utc()
     rows, total = _repo_sessions(catalog, cwd, RECALL_SESSIONS)
     repo = repo_name_of(cwd) or cwd
-    ordered: dict[str, dict[str, Any]] = {r["session_id"]: r for r in rows[:RECALL_SESSIONS]}
+    ordered: dict[str, dict[str, Any]] = {r["session_id"]: r for r in rows}
     if search is not None and rows:
         query = " ".join(_one_line(r.get("title") or r.get("first_prompt"), 120) for r in rows[:3])
         try:

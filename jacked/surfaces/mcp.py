@@ -87,11 +87,10 @@ def page(items: list[Any], offset: int, limit: int, max_tokens: int = MAX_RESULT
     from `offset` on (a page read from the catalog), out of `total`."""
     offset, limit = page_bounds(offset, limit)
     if total is None:
-        chunk, total = items[offset:offset + limit], len(items)
+        chunk, count = items[offset:offset + limit], len(items)
     else:
-        chunk = items[:limit]
+        chunk, count = items[:limit], total
     chunk = [clip(x) for x in chunk]
-    count = total
 
     def body(kept: list[Any]) -> dict[str, Any]:
         nxt = offset + len(kept)
@@ -99,7 +98,7 @@ def page(items: list[Any], offset: int, limit: int, max_tokens: int = MAX_RESULT
                 "next_offset": nxt if nxt < count else None}
 
     # The frame at its widest (next_offset a number, not null); each item adds its JSON and a comma.
-    frame = count_tokens(dumps({**body([]), "next_offset": total}))
+    frame = count_tokens(dumps({**body([]), "next_offset": count}))
     kept, over = _fit_json(chunk, max_tokens, frame, body, first_must=True)
     text = dumps(body(kept))
     if over:  # one huge item: clip its texts harder
