@@ -395,15 +395,16 @@ class Jacked:
             return iter_export_rows(self.fresh(), None)
         return iter_export_rows(*self.sessions_of(refs))
 
-    def timeline(self, query: Any, session: str | None = None) -> list[dict[str, Any]]:
-        """Events of a session or a repo (`query`: a `TimelineQuery`). `session`: an id, prefix or
-        transcript path to resolve into the query; otherwise its `session_id` is used as it is."""
-        from jacked.query.timeline import timeline
+    def timeline(self, query: Any, session: str | None = None) -> Iterator[dict[str, Any]]:
+        """Events of a session or a repo (`query`: a `TimelineQuery`), read as they are consumed.
+        `session`: an id, prefix or transcript path to resolve into the query; otherwise its
+        `session_id` is used as it is."""
+        from jacked.query.timeline import iter_timeline
 
         if session is None:
-            return timeline(self.fresh(), query, self.settings.claude_dir)
+            return iter_timeline(self.fresh(), query, self.settings.claude_dir)
         catalog, sid = self.session(session)
-        return timeline(catalog, dataclasses.replace(query, session_id=sid), self.settings.claude_dir)
+        return iter_timeline(catalog, dataclasses.replace(query, session_id=sid), self.settings.claude_dir)
 
     def file_history(self, path: str, repo: str | None = None) -> list[dict[str, Any]]:
         """What happened to one file, across sessions."""

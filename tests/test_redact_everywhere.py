@@ -232,7 +232,7 @@ def test_no_answer_of_the_service_prints_a_secret(service: Jacked) -> None:
         "export": service.export(),
         "retrieve": service.retrieve([SID], mode="full", budget=50_000, check_git=False),
         "restore": service.restore(SID, 4000),
-        "timeline": service.timeline(TimelineQuery(session_id=SID)),
+        "timeline": list(service.timeline(TimelineQuery(session_id=SID))),
         "stats": service.stats(StatsQuery()),
     }
     for name, value in S.items():

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,7 +46,7 @@ def test_views_take_a_prefix(jacked: Jacked) -> None:
     got, by_turn, session = jacked.summaries(sid[:8])
     assert got == sid and session is not None
     assert jacked.stats(StatsQuery())["sessions"] >= 1
-    assert jacked.timeline(TimelineQuery(session_id=sid))
+    assert list(jacked.timeline(TimelineQuery(session_id=sid)))
 
 
 def test_an_unknown_session_is_a_user_error(jacked: Jacked) -> None:

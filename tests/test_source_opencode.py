@@ -5,6 +5,7 @@ back, and the MCP entry `jacked install --agent opencode` adds to opencode's con
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import sqlite3
 import sys

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 

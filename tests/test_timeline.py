@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import DEEP, FIXTURES, REAL, assistant, base, claude_dir_with, prompt, result, scanned_real, system, text, tool_use
+from kit import DEEP, FIXTURES, REAL, assistant, claude_dir_with, prompt, result, scanned_real, text, tool_use
 
 from jacked.catalog import Catalog
 from jacked.ingest.scan import Scanner
@@ -115,7 +115,7 @@ def test_compaction_event(tmp_path: Path) -> None:
 
 def _edit_session(tmp: Path) -> tuple[Path, str]:
     """One session: a Write that creates a file, then an Edit of it, with file-history backups."""
-    old, new = "def f():\n    return 1\n", "def f():\n    return 2\n"
+    old = "def f():\n    return 1\n"
     records = [
         {"type": "file-history-snapshot", "messageId": "p1", "isSnapshotUpdate": False,
          "snapshot": {"messageId": "p1", "trackedFileBackups": {}, "timestamp": "2026-03-01T10:00:00.000Z"}},
@@ -191,3 +191,77 @@ def test_cli(tmp_path: Path) -> None:
     assert {"session_id", "turn_index", "timestamp", "operation", "lines_added", "lines_removed", "diff"} <= set(hist[0])
     p = subprocess.run([str(exe), "timeline", "11111111"], capture_output=True, text=True, env=env)
     assert p.returncode == 0 and "edit /home/dev/projects/demo/app.py +1/-1" in p.stdout
+
+
+def test_sessions_that_overlap_in_time_interleave_and_each_keeps_its_order(tmp_path: Path) -> None:
+    other = "99999999-2222-4333-8444-555555555555"
+    claude = claude_dir_with(tmp_path / "claude", [prompt("a first", 0), assistant("a1", text("ok"), 1),
+                                                   prompt("a second", 20), assistant("a2", text("ok"), 21),
+                                                   prompt("a third", 40), assistant("a3", text("ok"), 41)])
+    claude_dir_with(claude, [prompt("b first", 10, sessionId=other), assistant("b1", text("ok"), 11, sessionId=other),
+                             prompt("b second", 30, sessionId=other), assistant("b2", text("ok"), 31, sessionId=other)],
+                    sid=other)
+    cat = Catalog(tmp_path / "catalog.db")
+    Scanner(cat, claude).scan()
+    got = [e["prompt"] for e in timeline(cat, TimelineQuery(types=["intent"]))]
+    assert got == ["a first", "b first", "a second", "b second", "a third"]
+    assert [e["prompt"] for e in timeline(cat, TimelineQuery(types=["intent"], offset=1, limit=3))] == got[1:4]
+
+
+def test_a_page_across_sessions_reads_only_the_sessions_it_shows(real: Catalog,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import jacked.query.timeline as timeline_module
+
+    read: list[str] = []
+    session_events = timeline_module.session_events
+
+    def counted(catalog: Catalog, sid: str, *args: Any) -> list[dict[str, Any]]:
+        read.append(sid)
+        return session_events(catalog, sid, *args)
+
+    monkeypatch.setattr(timeline_module, "session_events", counted)
+    everything = timeline(real, TimelineQuery())
+    listed = real.db.execute("SELECT COUNT(*) FROM sessions WHERE has_main = 1").fetchone()[0]
+    assert len(read) == len(set(read)) == listed  # the whole timeline reads each session once
+    stamps = [e["timestamp"] for e in everything]
+    assert None not in stamps and stamps == sorted(stamps)
+    for sid in set(read):  # each session's events in its own order
+        assert [e for e in everything if e["session_id"] == sid] == session_events(real, sid, set(EVENT_TYPES))
+    pages: list[dict[str, Any]] = []
+    for offset in range(0, len(everything), 97):
+        pages += timeline(real, TimelineQuery(offset=offset, limit=97))
+    assert pages == everything
+    read.clear()
+    first = timeline(real, TimelineQuery(limit=5))
+    assert first == everything[:5]
+    assert len(read) < listed / 4, read  # the oldest sessions, not all of them
+
+
+def test_the_mcp_timeline_across_sessions_pages_without_counting(tmp_path: Path) -> None:
+    from jacked.config import load_settings
+    from jacked.surfaces.mcp import JackedService
+
+    svc = JackedService(load_settings(REAL, jacked_home=str(tmp_path / "home"), user_name="tester"))
+    whole = list(svc.jacked.timeline(TimelineQuery(types=["intent", "error"])))
+    got: list[dict[str, Any]] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = json.loads(svc.timeline(None, ["intent", "error"], offset=offset, limit=40))
+        assert page["total"] is None and page["offset"] == offset and page["items"]
+        got += page["items"]
+        offset = page["next_offset"]
+    assert [(e["session_id"], e["type"], e["turn_index"]) for e in got] == [
+        (e["session_id"], e["type"], e["turn_index"]) for e in whole] and len(whole) > 80
+    one = json.loads(svc.timeline(DEEP, ["intent"], limit=5))
+    assert one["total"] == 9 and one["next_offset"] == 5  # one session is counted
+
+
+@pytest.mark.parametrize("items", [[], [{"a": 1, "b": [1, {"c": "two\nlines"}]}, None, "s", 3]])
+def test_a_json_list_written_item_by_item_is_the_list_written_whole(items: list[Any],
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from jacked.surfaces.cli.common import print_json, print_json_list
+
+    print_json(items)
+    whole = capsys.readouterr().out
+    print_json_list(iter(items))
+    assert capsys.readouterr().out == whole and json.loads(whole) == items

@@ -49,11 +49,11 @@ def turn_event_rows(catalog: Catalog, session_id: str, types: Collection[str]) -
         f"({','.join('?' * len(kinds))}) ORDER BY turn_index, ord", [session_id, *kinds])]
 
 
-def timeline_session_ids(catalog: Catalog, repo: str | None, file: str | None, with_errors: bool,
-                         with_counts: Collection[str] = ()) -> list[str]:
-    """Listed sessions (of a repo; whose main chain touched `file`; with a failed call; with a
-    nonzero count among `with_counts`: decision_count, feedback_count), oldest first."""
-    sql = "SELECT session_id FROM sessions WHERE has_main = 1"
+def timeline_sessions(catalog: Catalog, repo: str | None, file: str | None, with_errors: bool,
+                      with_counts: Collection[str] = ()) -> list[tuple[str, str]]:
+    """(id, start or '') of listed sessions (of a repo; whose main chain touched `file`; with a failed
+    call; with a nonzero count among `with_counts`: decision_count, feedback_count), oldest first."""
+    sql = "SELECT session_id, COALESCE(started_at, '') FROM sessions WHERE has_main = 1"
     args: list[Any] = []
     if repo:
         sql += " AND " + repo_match()
@@ -69,7 +69,7 @@ def timeline_session_ids(catalog: Catalog, repo: str | None, file: str | None, w
     if counts:
         sql += " AND (" + " OR ".join(f"{c} > 0" for c in counts) + ")"
     sql += " ORDER BY COALESCE(started_at, ''), session_id"
-    return [r[0] for r in catalog.db.execute(sql, args)]
+    return [(r[0], r[1]) for r in catalog.db.execute(sql, args)]
 
 
 def file_change_rows(catalog: Catalog, path: str, tools: Collection[str],

@@ -22,7 +22,7 @@ from typing import Any
 
 from jacked.catalog import Catalog, FileState, dump_state, forget_queries, load_state, scan_state
 from jacked.sources.claude.assemble import assemble, subagent_meta
-from jacked.sources.claude.discover import SessionFiles, discover
+from jacked.sources.claude.discover import SessionFiles
 from jacked.sources.model import Session
 from jacked.sources.reader import MAX_LINE_BYTES, ReadResult, iter_records
 from jacked.sources.claude.turns import PARSER_VERSION, FileBuilder

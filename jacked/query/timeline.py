@@ -25,9 +25,12 @@ Everything shown here was redacted before it was stored (see `jacked.sources.red
 """
 from __future__ import annotations
 
+import heapq
 import posixpath
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -233,23 +236,62 @@ def turn_event_fields(etype: str, data: str | None) -> dict[str, Any]:
 
 
 def timeline(catalog: Catalog, q: TimelineQuery, claude_dir: Path | None = None) -> list[dict[str, Any]]:
-    """The `timeline --json` list: events of one session, or of every session (of a repo), oldest first."""
+    """The `timeline --json` list (see `iter_timeline`)."""
+    return list(iter_timeline(catalog, q, claude_dir))
+
+
+def iter_timeline(catalog: Catalog, q: TimelineQuery, claude_dir: Path | None = None) -> Iterator[dict[str, Any]]:
+    """The events of one session, or of every session (of a repo) oldest first, from `q.offset`, at
+    most `q.limit`: read as they are consumed (`TimelineError` at once if `q` is bad)."""
     q.validate()
     types = set(q.types or EVENT_TYPES)
     if q.session_id:
-        sids = [q.session_id]
+        events: Iterator[dict[str, Any]] = iter(session_events(catalog, q.session_id, types, claude_dir, q.file))
     else:
         counted = {"decision": "decision_count", "feedback": "feedback_count"}
-        sids = timeline_queries.timeline_session_ids(
+        sessions = timeline_queries.timeline_sessions(
             catalog, q.repo, q.file, with_errors=types <= {"error"},
             with_counts=[counted[t] for t in types] if types <= set(counted) else ())
-    out: list[dict[str, Any]] = []
-    for sid in sids:
-        out.extend(session_events(catalog, sid, types, claude_dir, q.file))
-    if not q.session_id:
-        out.sort(key=lambda e: e["timestamp"] or "")  # stable: ties keep each session's own order
+        events = _across_sessions(catalog, sessions, types, claude_dir, q.file)
     end = None if q.limit is None else q.offset + q.limit
-    return out[q.offset:end]
+    return islice(events, q.offset, end)
+
+
+def _in_time(events: list[dict[str, Any]], start: str) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """A session's events in its own order, each with the moment it sorts at among other sessions'
+    events: its timestamp, but never before its session's start or an event before it (an event
+    without a timestamp takes the one before it), so each session keeps its own order."""
+    at = start
+    for position, event in enumerate(events):
+        at = max(at, event["timestamp"] or "")
+        yield at, position, event
+
+
+def _across_sessions(catalog: Catalog, sessions: list[tuple[str, str]], types: set[str],
+                     claude_dir: Path | None, file: str | None) -> Iterator[dict[str, Any]]:
+    """The events of `sessions` ((id, start) oldest first) merged by time. A session is read only
+    when the merge reaches its start, and let go when its last event is out: a page of the timeline
+    reads the sessions it shows, and the whole of it holds only the sessions open at one moment."""
+    open_streams: list[tuple[str, int, int, dict[str, Any], Iterator[tuple[str, int, dict[str, Any]]]]] = []
+
+    def push(rank: int, stream: Iterator[tuple[str, int, dict[str, Any]]]) -> None:
+        head = next(stream, None)
+        if head is not None:  # rank and position break ties: no two entries compare their events
+            heapq.heappush(open_streams, (head[0], rank, head[1], head[2], stream))
+
+    upcoming = iter(enumerate(sessions))
+    following = next(upcoming, None)
+    while True:
+        # a session starting no later than the earliest event waiting may hold an earlier one
+        while following is not None and (not open_streams or following[1][1] <= open_streams[0][0]):
+            rank, (sid, start) = following
+            push(rank, _in_time(session_events(catalog, sid, types, claude_dir, file), start))
+            following = next(upcoming, None)
+        if not open_streams:
+            return
+        _, rank, _, event, stream = heapq.heappop(open_streams)
+        yield event
+        push(rank, stream)
 
 
 def file_history(catalog: Catalog, path: str, claude_dir: Path | None = None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from itertools import islice
 from typing import Any, Optional
 
 import orjson
@@ -78,15 +79,20 @@ def page_bounds(offset: int, limit: int) -> tuple[int, int]:
 
 
 def page(items: list[Any], offset: int, limit: int, max_tokens: int = MAX_RESULT_TOKENS,
-         extra: dict[str, Any] | None = None, total: int | None = None) -> str:
+         extra: dict[str, Any] | None = None, total: int | None = None, more: bool | None = None) -> str:
     """One page of `items` as JSON: {items, total, offset, next_offset, ...extra}, within the bound.
 
     The page is the longest run from `offset` (at most `limit` items) that fits (budget.fit,
     contiguous: the rest is on the next page); its first item always goes in, its long texts
     clipped harder (`bounded`) if it alone is over. With `total`, `items` holds only the rows
-    from `offset` on (a page read from the catalog), out of `total`."""
+    from `offset` on (a page read from the catalog), out of `total`. With `more` instead, it
+    holds the rows from `offset` on of a list not counted (total null), `more` saying whether
+    others follow them."""
     offset, limit = page_bounds(offset, limit)
-    if total is None:
+    count: int | None
+    if more is not None:
+        chunk, count = items[:limit], None
+    elif total is None:
         chunk, count = items[offset:offset + limit], len(items)
     else:
         chunk, count = items[:limit], total
@@ -94,11 +100,12 @@ def page(items: list[Any], offset: int, limit: int, max_tokens: int = MAX_RESULT
 
     def body(kept: list[Any]) -> dict[str, Any]:
         nxt = offset + len(kept)
+        follows = nxt < count if count is not None else bool(more) or len(kept) < len(chunk)
         return {**(extra or {}), "items": kept, "total": count, "offset": offset,
-                "next_offset": nxt if nxt < count else None}
+                "next_offset": nxt if follows else None}
 
     # The frame at its widest (next_offset a number, not null); each item adds its JSON and a comma.
-    frame = count_tokens(dumps({**body([]), "next_offset": count}))
+    frame = count_tokens(dumps({**body([]), "next_offset": offset + limit if count is None else count}))
     kept, over = _fit_json(chunk, max_tokens, frame, body, first_must=True)
     text = dumps(body(kept))
     if over:  # one huge item: clip its texts harder
@@ -215,7 +222,12 @@ class JackedService:
 
         events = self.jacked.timeline(TimelineQuery(types=types or None, repo=repo, file=file),
                                       session=session_id or None)
-        return page(events, offset, limit)
+        if session_id:
+            return page(list(events), offset, limit)
+        # across sessions, counting every event would read every session: read the page and one more
+        offset, limit = page_bounds(offset, limit)
+        window = list(islice(events, offset, offset + limit + 1))
+        return page(window, offset, limit, more=len(window) > limit)
 
     def file_history(self, path: str, repo: str | None = None, offset: int = 0, limit: int = 20) -> str:
         return page(self.jacked.file_history(path, repo), offset, limit, extra={"path": path})
@@ -312,7 +324,8 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
     tool(timeline, "Typed events (intent, action, file, error, llm, compaction, subagent, decision, feedback, "
                    "snapshot) of a session, or across sessions of a repo; filter by types and file. decision: "
                    "questions the user answered, plans approved or rejected; feedback: calls the user refused, "
-                   "interruptions, corrections; snapshot: the state a turn started from. Paged.")
+                   "interruptions, corrections; snapshot: the state a turn started from. Paged (across "
+                   "sessions, total is null: follow next_offset).")
     tool(file_history, "Every recorded change to a file across sessions, oldest first, with diffs. Paged.")
     tool(stats, "Tool usage and error rates, files most read/edited, bash commands, tokens, tool sequences, "
                 "parallel batches, how often the user refused or interrupted each tool and in each repo "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +39,17 @@ def settings() -> Settings:
 def print_json(obj: Any) -> None:
     """JSON on stdout and nothing else (the `--json` contract)."""
     sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+
+
+def print_json_list(items: Iterable[Any]) -> None:
+    """A JSON list on stdout as `print_json` writes it, one item at a time: a long list is never
+    held whole."""
+    opened = False
+    for item in items:
+        body = orjson.dumps(item, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+        sys.stdout.write(("[\n  " if not opened else ",\n  ") + body.replace("\n", "\n  "))
+        opened = True
+    sys.stdout.write("\n]\n" if opened else "[]\n")
 
 
 def print_jsonl(obj: Any) -> None:

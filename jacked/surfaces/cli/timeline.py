@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 import typer
 
-from jacked.surfaces.cli.common import print_json, service
+from jacked.surfaces.cli.common import print_json, print_json_list, service
 
 
 def timeline_cmd(
@@ -27,12 +27,14 @@ def timeline_cmd(
     events = service().timeline(TimelineQuery(types=types or None, repo=repo, file=file, limit=limit, offset=offset),
                                 session=session or None)
     if json_out:
-        print_json(events)
+        print_json_list(events)
         return
-    if not events:
-        typer.echo("no events")
+    shown = 0
     for e in events:
         typer.echo(render_event(e, cross_session=not session))
+        shown += 1
+    if not shown:
+        typer.echo("no events")
 
 
 def _one(text: Any, n: int = 120) -> str:
