@@ -154,3 +154,26 @@ def test_cli_catches_every_jacked_error() -> None:
 
     assert isinstance(NewError("x"), _expected_errors())
     assert isinstance(TokenizerUnavailable("x"), _expected_errors())
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_claude_directory_that_is_not_there_is_one_line_not_an_empty_answer(tmp_path: Path, how: str) -> None:
+    missing = tmp_path / "no-such-claude"
+    others = tmp_path / "codex"  # another agent's folder exists: the typo must not pass as "nothing to read"
+    others.mkdir()
+    env = dict(os.environ, JACKED_HOME=str(tmp_path / "home"), CODEX_HOME=str(others),
+               GEMINI_CLI_HOME=str(tmp_path / "gemini"), XDG_DATA_HOME=str(tmp_path / "xdg"))
+    flag: list[str] = []
+    if how == "flag":
+        flag = ["--claude-dir", str(missing)]
+    else:
+        env["CLAUDE_CONFIG_DIR"] = str(missing)
+    exe = Path(sys.executable).parent / "jacked"
+    p = subprocess.run([str(exe), *flag, "backfill"], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert str(missing) in p.stderr and "Traceback" not in p.stderr and p.stdout == ""
+    assert not missing.exists() and not (tmp_path / "home").exists()
+    if how == "flag":  # commands that write into the folder (config, install) still take it
+        q = subprocess.run([str(exe), *flag, "config", "--show", "--json"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert q.returncode == 0, q.stderr

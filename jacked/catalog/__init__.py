@@ -14,11 +14,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import orjson
 
 from jacked.util.fs import make_private
+from jacked.util.lookup import Lookup
 
 from jacked.sources.model import Session, Turn
 
@@ -152,6 +153,10 @@ class FileState:
     parser_version: int
 
 
+#: File states by path: all of them, or read as looked up (`Catalog.lazy_file_states`).
+FileStates = Union[dict[str, FileState], Lookup[str, FileState]]
+
+
 def dump_state(obj: Any) -> bytes:
     """A builder's state for the catalog: pickled (our own trusted objects).
 
@@ -265,12 +270,20 @@ class Catalog:
         self.db.close()
 
     # ------------------------------------------------------------------ file state
-    def file_states(self) -> dict[str, FileState]:
-        """Every known file's state, without the (large) builder blobs."""
-        rows = self.db.execute(
-            "SELECT path, session_id, kind, layout, size, mtime_ns, offset, head_hash, tail_hash, lines, "
-            "malformed, pending_malformed, parent_id, NULL AS state, parser_version FROM files")
+    _FILE_STATE_SQL = ("SELECT path, session_id, kind, layout, size, mtime_ns, offset, head_hash, tail_hash, lines, "
+                       "malformed, pending_malformed, parent_id, NULL AS state, parser_version FROM files")
+
+    def file_states(self, paths: Sequence[str] | None = None) -> dict[str, FileState]:
+        """Every known file's state (or those of `paths`), without the (large) builder blobs."""
+        if paths is None:
+            rows: Iterable[Any] = self.db.execute(self._FILE_STATE_SQL)
+        else:
+            rows = rows_in(self.db, self._FILE_STATE_SQL + " WHERE path IN (?*)", paths)
         return {r[0]: FileState(*r) for r in rows}  # columns in field order
+
+    def lazy_file_states(self) -> Lookup[str, FileState]:
+        """`file_states`, read a few paths at a time, or whole once many were asked (`Lookup`)."""
+        return Lookup(self.file_states, self.file_states)
 
     def file_blob(self, path: str) -> bytes | None:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()

@@ -84,10 +84,11 @@ def put_entry(db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
     db.execute("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row)
 
 
-def archived_sizes(db: sqlite3.Connection) -> list[tuple[str, int, int, str, int]]:
-    """(source, size, mtime_ns, rel, gz_size) of every row, in table order."""
-    return [(r[0], r[1], r[2], r[3], r[4])
-            for r in db.execute("SELECT source, size, mtime_ns, rel, gz_size FROM entries")]
+def archived_sizes(db: sqlite3.Connection, sources: Sequence[str] | None = None) -> list[tuple[str, int, int, str, int]]:
+    """(source, size, mtime_ns, rel, gz_size) of every row (of `sources`), in table order."""
+    sql = "SELECT source, size, mtime_ns, rel, gz_size FROM entries"
+    rows = db.execute(sql) if sources is None else rows_in(db, sql + " WHERE source IN (?*)", sources)
+    return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
 def forget_sizes(db: sqlite3.Connection, sources: Sequence[str]) -> None:

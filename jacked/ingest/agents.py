@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jacked.catalog import Catalog, FileState, forget_queries, scan_state
+from jacked.catalog import Catalog, FileState, FileStates, forget_queries, scan_state
 from jacked.sources.base import FoundSession, TranscriptSource, redact_session
 from jacked.sources.model import Session
 from jacked.sources.registry import SOURCES
@@ -46,7 +46,7 @@ def source_status(catalog: Catalog, claude_dir: Path, disabled: list[str] | tupl
     return out
 
 
-def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: dict[str, FileState], report: Any,
+def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: FileStates, report: Any,
                 privacy: Any = None) -> None:
     """Bring the catalog up to date with the sessions under `roots` ({agent: folder}); counts go to
     `report` (a `ScanReport`: its `agents` per agent, `errors`, and the session totals). `privacy`
@@ -118,7 +118,7 @@ def _read(source: TranscriptSource, found: FoundSession, errors: list[str]) -> t
     return session, state
 
 
-def _write(catalog: Catalog, built: list[tuple[Session, FileState]], known: dict[str, FileState], report: Any,
+def _write(catalog: Catalog, built: list[tuple[Session, FileState]], known: FileStates, report: Any,
            counts: dict[str, Any], privacy: Any = None) -> None:
     if not built:
         return

@@ -28,7 +28,7 @@ import sqlite3
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from jacked.catalog import archive_queries, forget_queries, scan_state
 from jacked.ingest.reading import ScanReport, SessionReader
 from jacked.util.fs import atomic_output
+from jacked.util.lookup import Lookup
 
 if TYPE_CHECKING:
     from jacked.catalog import Catalog
@@ -130,7 +131,8 @@ class Archive:
         self.root = Path(home) / ARCHIVE_DIR
         self.claude_dir = Path(claude_dir).absolute()
         self._db: sqlite3.Connection | None = None
-        self._seen: dict[str, tuple[int, int]] | None = None  # source -> (size, mtime_ns) archived
+        # source -> (size, mtime_ns) archived: read as sources are looked up (a hook looks up a few)
+        self._seen: Lookup[str, tuple[int, int]] = Lookup(self._archived, self._archived)
         self._held = 0  # depth of `_locked()` in this process
         self.errors: list[str] = []
 
@@ -210,8 +212,6 @@ class Archive:
             st = path.stat()
         except FileNotFoundError:
             return False
-        if self._seen is None:
-            self._seen = self._load_seen()
         if self._seen.get(source) == (st.st_size, st.st_mtime_ns):
             return False
         with self._locked():
@@ -240,7 +240,7 @@ class Archive:
                             gz_size, members = entry.gz_size, entry.members  # touched, not grown
                 if not appended:
                     # No fsync (it doubled the cost of a backfill): the original is still on disk
-                    # now, and a copy a crash left short is caught by its size (see _load_seen).
+                    # now, and a copy a crash left short is caught by its size (see _archived).
                     with atomic_output(gz, 0o600) as out:
                         gz_size = _gzip_member(src, 0, size, out)
                     members = 1
@@ -252,12 +252,13 @@ class Archive:
             self._seen[source] = (size, st.st_mtime_ns)
         return True
 
-    def _load_seen(self) -> dict[str, tuple[int, int]]:
-        """Archived (size, mtime) per original, leaving out copies whose compressed size is not
-        what the manifest says (cut short by a crash): those are rewritten on the next capture."""
+    def _archived(self, sources: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Archived (size, mtime) per original (of `sources`, or all), leaving out copies whose
+        compressed size is not what the manifest says (cut short by a crash): those are rewritten
+        on the next capture."""
         seen = {}
         short = []
-        for source, size, mtime_ns, rel, gz_size in archive_queries.archived_sizes(self.db):
+        for source, size, mtime_ns, rel, gz_size in archive_queries.archived_sizes(self.db, sources):
             try:
                 ok = self.gz_path(rel).stat().st_size == gz_size
             except OSError:
@@ -273,8 +274,7 @@ class Archive:
     def _changed(self, paths: list[Path], stats: dict[Path, os.stat_result] | None = None) -> bool:
         """Whether any of `paths` differs from its archived copy (cheap: stat only; `stats`
         may hold some of them already)."""
-        if self._seen is None:
-            self._seen = self._load_seen()
+        self._seen.fetch(str(p.absolute()) for p in paths)
         for p in paths:
             st = stats.get(p) if stats else None
             if st is None:
@@ -344,8 +344,7 @@ class Archive:
                 except FileNotFoundError:
                     pass
                 _prune_empty(gz.parent, self.root)
-                if self._seen is not None:
-                    self._seen.pop(r["source"], None)
+                self._seen.pop(r["source"], None)
             archive_queries.delete_entries(self.db, [r["source"] for r in rows])
         if rows:
             self.compact()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jacked.catalog import Catalog, FileState, dump_state, forget_queries, load_state, scan_state
+from jacked.catalog import Catalog, FileState, FileStates, dump_state, forget_queries, load_state, scan_state
 from jacked.sources.claude.assemble import assemble, subagent_meta
 from jacked.sources.claude.discover import SessionFiles
 from jacked.sources.model import Session
@@ -101,7 +101,7 @@ class SessionReader:
     source = "transcript"  # `sessions.source` of what it writes (the archive's restorer: "archive")
 
     def __init__(self, catalog: Catalog, claude_dir: Path, archive: Any = None,
-                 known: dict[str, FileState] | None = None, privacy: Any = None) -> None:
+                 known: FileStates | None = None, privacy: Any = None) -> None:
         """`known`: the cataloged files' scan states, when the caller has them already. `privacy`: a
         `jacked.ingest.privacy.Privacy` whose sessions not to keep are forgotten as they are read
         (None: every session is kept; forgotten ones are never written again either way)."""
@@ -111,17 +111,17 @@ class SessionReader:
         self.claude_dir = claude_dir
         self.projects_dir = claude_dir / "projects"
         self.plans_dir = claude_dir / "plans"
-        self._known: dict[str, FileState] | None = known if known is not None else catalog.file_states()
+        self._known: FileStates | None = known
 
     @property
-    def known(self) -> dict[str, FileState]:
-        """Every cataloged file's scan state (reloaded on first use after workers wrote)."""
+    def known(self) -> FileStates:
+        """The cataloged files' scan states, read as they are looked up (`Catalog.lazy_file_states`)."""
         if self._known is None:
-            self._known = self.catalog.file_states()
+            self._known = self.catalog.lazy_file_states()
         return self._known
 
     @known.setter
-    def known(self, value: dict[str, FileState]) -> None:
+    def known(self, value: FileStates | None) -> None:
         self._known = value
 
     def rel(self, path: Path) -> str:

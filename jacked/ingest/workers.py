@@ -113,7 +113,7 @@ def scan_in_workers(scanner: SessionReader, todo: list[Work],
             os.close(read_end)
             os.waitpid(pid, 0)
     if failed:  # a worker died: what it did not write is scanned here (writes are idempotent)
-        scanner.known = scanner.catalog.file_states()
+        scanner.known = None  # what the workers wrote: read again
         counters, left = ScanReport(), []
         for group, stats in items:
             try:

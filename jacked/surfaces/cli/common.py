@@ -74,7 +74,13 @@ def require_projects(s: Settings) -> None:
     and no other agent's folder (Codex CLI, Gemini CLI, opencode)."""
     from jacked.ingest.agents import source_roots
 
-    if not s.projects_dir.is_dir() and not source_roots(s.disabled_sources):
+    if s.projects_dir.is_dir():
+        return
+    if s.sources.get("claude_dir") in ("cli", "env") and not s.claude_dir.is_dir():
+        # the user named this folder: reading the other agents only would hide the typo
+        raise CliError(f"no Claude directory at {s.claude_dir} (from {'--claude-dir' if s.sources['claude_dir'] == 'cli' else 'CLAUDE_CONFIG_DIR'}): "
+                       "point it at the folder that holds projects/")
+    if not source_roots(s.disabled_sources):
         raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
 
 

@@ -33,7 +33,7 @@ from jacked.surfaces.cli import summarize as summarize_cli
 from jacked.surfaces.cli import timeline as timeline_cli
 from jacked.surfaces.cli import ui as ui_cli
 from jacked.errors import JackedError
-from jacked.surfaces.cli.common import STATE
+from jacked.surfaces.cli.common import STATE, CliError
 
 app = typer.Typer(
     name="jacked",
@@ -44,13 +44,22 @@ app = typer.Typer(
 )
 
 
+# Commands that may be pointed at a Claude directory not made yet (they write into it).
+_CREATES_CLAUDE_DIR = frozenset({"install", "uninstall", "config"})
+
+
 @app.callback()
 def main(
+    ctx: typer.Context,
     claude_dir: Optional[Path] = typer.Option(
         None, "--claude-dir", help="Claude directory (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
     ),
 ) -> None:
     """Long-term memory for Claude Code."""
+    if claude_dir is not None and not claude_dir.expanduser().is_dir() \
+            and ctx.invoked_subcommand not in _CREATES_CLAUDE_DIR:
+        # a mistyped folder would otherwise read as "no sessions"
+        raise CliError(f"--claude-dir {claude_dir}: no such directory (give the folder that holds projects/)")
     STATE.claude_dir = claude_dir
 
 
