@@ -152,3 +152,33 @@ def test_a_held_store_stays_open_between_searches_and_is_handed_over(indexed: tu
     finally:
         jk.close()
     assert not held.is_open
+
+
+@linux_only
+def test_what_a_writer_wrote_leaves_the_page_cache_and_what_searches_read_comes_back(tmp_path: Path) -> None:
+    """`settle_written`: the segment files written since the writer opened the shard are dropped
+    (they sat in the cache in large blocks); those every search reads are read back; the
+    write-ahead log and the files written before stay as they were."""
+    from jacked.index.store.edge import SEARCH_FILES, settle_written
+
+    shard = tmp_path / "shard"
+    old = shard / "segments" / "old" / "quantized.data"
+    wal = shard / "wal" / "open-1"
+    codes = shard / "segments" / "new" / "vector_storage-dense" / "quantized.data"
+    payload = shard / "segments" / "new" / "payload_storage" / "page_0.dat"
+    assert codes.name in SEARCH_FILES and payload.name not in SEARCH_FILES
+    for f in (old, wal, codes, payload):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(os.urandom(256 * 1024))
+    os.utime(old, ns=(1, 1))  # written before the writer opened the shard
+    os.sync()
+    for f in (old, wal, codes, payload):
+        f.read_bytes()
+    since = time.time_ns() - 60 * 10**9
+    assert settle_written(shard, since) == 2  # the codes and the payload: written since
+    deadline = time.monotonic() + 5
+    while _resident_bytes(codes.parent)[0] < 256 * 1024 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the read-back runs in the background
+    assert _resident_bytes(codes.parent) == (256 * 1024, 256 * 1024)
+    assert _resident_bytes(payload.parent)[0] == 0
+    assert _resident_bytes(wal.parent)[0] == 256 * 1024 and _resident_bytes(old.parent)[0] == 256 * 1024

@@ -477,12 +477,12 @@ class Indexer:
         if held and self._glance is not None and self._glance.live:
             held -= self._glance.count(store)
         self._store_has_user = held > 0
-        pending: list[tuple[str, int, list[Document], dict[str, str]]] = []
+        pending: list[tuple[str, int, list[Document]]] = []
         pending_docs = 0
         for i, sid in enumerate(stale):
             row = self.catalog.get_session_row(sid)
             docs = extractor.documents(sid)
-            pending.append((sid, row["content_seq"] if row else 0, docs, self._known_points(sid, store)))
+            pending.append((sid, row["content_seq"] if row else 0, docs))
             pending_docs += len(docs)
             if pending_docs >= (LEXICAL_BATCH_DOCS if lexical else BATCH_DOCS):
                 self._write_batch(store, pending, report, lexical)
@@ -497,24 +497,31 @@ class Indexer:
         if stale and not lexical:
             store.upkeep()
 
-    def _known_points(self, sid: str, store: Any) -> dict[str, str]:
-        """point id → content hash of what the index holds for a session (by this user)."""
-        points, complete = index_state.indexed_points(self.catalog, sid, self.user)
-        if not complete and self._store_has_user:
-            # Unknown or interrupted: ask the store itself what it holds for this session (a point
-            # of a dense type with no embedding model has no dense vector yet).
+    def _known_points(self, session_ids: list[str], store: Any) -> dict[str, dict[str, str]]:
+        """session id → point id → content hash of what the index holds for each session (by this
+        user): from the catalog, or, where its record is missing or was interrupted, from the store
+        itself (one scroll for all of those sessions)."""
+        known: dict[str, dict[str, str]] = {}
+        ask: list[str] = []
+        for sid in session_ids:
+            known[sid], complete = index_state.indexed_points(self.catalog, sid, self.user)
+            if not complete and self._store_has_user:
+                ask.append(sid)
+                known[sid] = {}
+        if ask:
             from jacked.index.content_types import DENSE_TYPES
             from jacked.index.store import SearchFilter
 
-            known = {}
-            for h in store.scroll(SearchFilter(session_ids=[sid], user_name=self.user),
-                                  fields=["content_hash", "content_type", "embedding_model"]):
+            for h in store.scroll(SearchFilter(session_ids=ask, user_name=self.user),
+                                  fields=["session_id", "content_hash", "content_type", "embedding_model"]):
+                # a point of a dense type with no embedding model has no dense vector yet
                 waits = h.payload.get("content_type") in DENSE_TYPES and not h.payload.get("embedding_model")
-                known[h.id] = (index_state.PENDING if waits else "") + str(h.payload.get("content_hash", ""))
-            return known
-        return points
+                held = known.get(str(h.payload.get("session_id")))
+                if held is not None:
+                    held[h.id] = (index_state.PENDING if waits else "") + str(h.payload.get("content_hash", ""))
+        return known
 
-    def _write_batch(self, store: Any, batch: list[tuple[str, int, list[Document], dict[str, str]]],
+    def _write_batch(self, store: Any, batch: list[tuple[str, int, list[Document]]],
                      report: IndexReport, lexical: bool = False) -> None:
         """Write what changed in these sessions. With `lexical`, a dense document whose vector is
         not cached is written with its BM25 vector only and recorded as waiting (`PENDING`);
@@ -526,7 +533,9 @@ class Indexer:
         to_write: list[tuple[Document, str, str]] = []  # (document, content hash, point id)
         to_delete: list[str] = []
         waiting: set[str] = set()  # sessions left with points that wait for their dense vector
-        for sid, _, docs, known in batch:
+        known_by_session = self._known_points([sid for sid, _, _ in batch], store)
+        for sid, _, docs in batch:
+            known = known_by_session[sid]
             want = {}
             for d in docs:
                 h = d.content_hash(model)
@@ -540,14 +549,14 @@ class Indexer:
                 else:
                     to_write.append((d, h, pid))
             to_delete += [pid for pid in known if pid not in want]
-        index_state.mark_dirty(self.catalog, [sid for sid, _, _, _ in batch], self.user)
+        index_state.mark_dirty(self.catalog, [sid for sid, _, _ in batch], self.user)
         dense_texts = [d.text for d, _, _ in to_write if d.dense]
         if lexical:
             dense_vecs = self._cached_vectors(dense_texts)
         else:
             dense_vecs = self._dense_vectors(dense_texts, report)
         sparse_vecs = self.sparse.embed_documents([d.text for d, _, _ in to_write])
-        rows_by_sid = {sid: self.catalog.get_session_row(sid) or {} for sid, _, _, _ in batch}
+        rows_by_sid = {sid: self.catalog.get_session_row(sid) or {} for sid, _, _ in batch}
         points = []
         recorded = []
         for (d, h, pid), sv in zip(to_write, sparse_vecs):
@@ -566,10 +575,10 @@ class Indexer:
             store.delete_points(to_delete)
         index_state.record_indexed(
             self.catalog, self.user, to_delete, recorded,
-            [(sid, seq) for sid, seq, _, _ in batch], lexical=sorted(waiting))
+            [(sid, seq) for sid, seq, _ in batch], lexical=sorted(waiting))
         report.points_written += len(points)
         report.points_deleted += len(to_delete)
-        report.sessions_indexed += sum(1 for _, _, docs, _ in batch if docs)  # listed sessions only
+        report.sessions_indexed += sum(1 for _, _, docs in batch if docs)  # listed sessions only
 
     def _cached_vectors(self, texts: list[str]) -> dict[str, list[float]]:
         """Vectors of those distinct texts the cache holds (nothing is embedded)."""
