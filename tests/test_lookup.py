@@ -66,3 +66,25 @@ def test_rescanning_one_changed_session_reads_only_its_files_rows(tmp_path: Path
     whole = [s for s in sql if ("FROM files" in s or "FROM entries" in s) and "WHERE" not in s]
     assert whole == [], whole
     assert any("FROM files WHERE path IN" in s for s in sql) and any("FROM entries WHERE source IN" in s for s in sql)
+
+
+def test_a_scans_archive_is_freed_with_it_not_left_to_the_cycle_collector(tmp_path: Path) -> None:
+    """`jacked mcp` scans every 30 s: an archive kept alive by a reference cycle held its manifest
+    (24,000 entries at 10,000 sessions) in the server until Python's cycle collector ran."""
+    import gc
+    import weakref
+
+    claude = tmp_path / "claude"
+    shutil.copytree(REAL, claude)
+    catalog = Catalog(tmp_path / "home" / "catalog.db")
+    Scanner(catalog, claude).scan()
+    gc.disable()
+    try:
+        scanner = Scanner(catalog, claude)
+        scanner.scan()  # unchanged: every file looked up in the archive's manifest
+        assert scanner.archive is not None
+        archive = weakref.ref(scanner.archive)
+        del scanner
+        assert archive() is None
+    finally:
+        gc.enable()

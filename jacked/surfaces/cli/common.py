@@ -76,9 +76,10 @@ def require_projects(s: Settings) -> None:
 
     if s.projects_dir.is_dir():
         return
-    if s.sources.get("claude_dir") in ("cli", "env") and not s.claude_dir.is_dir():
+    named_by = {"cli": "--claude-dir", "env": "CLAUDE_CONFIG_DIR"}.get(s.sources.get("claude_dir", ""))
+    if named_by and not s.claude_dir.is_dir():
         # the user named this folder: reading the other agents only would hide the typo
-        raise CliError(f"no Claude directory at {s.claude_dir} (from {'--claude-dir' if s.sources['claude_dir'] == 'cli' else 'CLAUDE_CONFIG_DIR'}): "
+        raise CliError(f"no Claude directory at {s.claude_dir} (from {named_by}): "
                        "point it at the folder that holds projects/")
     if not source_roots(s.disabled_sources):
         raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
