@@ -286,15 +286,16 @@ class Archive:
     def _changed(self, paths: list[Path], stats: dict[Path, os.stat_result] | None = None) -> bool:
         """Whether any of `paths` differs from its archived copy (cheap: stat only; `stats`
         may hold some of them already)."""
-        self._seen.fetch(str(p.absolute()) for p in paths)
-        for p in paths:
+        sources = [str(p.absolute()) for p in paths]
+        self._seen.fetch(sources)  # one read for the group
+        for p, source in zip(paths, sources):
             st = stats.get(p) if stats else None
             if st is None:
                 try:
                     st = p.stat()
                 except OSError:
                     continue
-            if self._seen.get(str(p.absolute())) != (st.st_size, st.st_mtime_ns):
+            if self._seen.get(source) != (st.st_size, st.st_mtime_ns):
                 return True
         return False
 

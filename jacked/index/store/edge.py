@@ -1030,6 +1030,8 @@ FLAGS_FILE = "flags_a.dat"
 #: BM25 leg's inverted index, the point ids of the hits (~100 MB at 10,000 sessions).
 SEARCH_FILES = frozenset({"quantized.data", "links_compressed.bin", "inverted_index.dat", "id_tracker.i2e",
                           "id_tracker.e2i", "id_tracker.versions"})
+#: What a writer has read back after dropping what it wrote (`settle_written`).
+_READ_BACK = SEARCH_FILES | {FLAGS_FILE}
 
 
 def settle_written(shard_path: Path, modified_since: int) -> int:
@@ -1053,7 +1055,7 @@ def settle_written(shard_path: Path, modified_since: int) -> int:
             except OSError:
                 continue
     dropped = _advise(iter(written), "POSIX_FADV_DONTNEED")
-    _advise((f for f in written if f.name in SEARCH_FILES or f.name == FLAGS_FILE), "POSIX_FADV_WILLNEED")
+    _advise((f for f in written if f.name in _READ_BACK), "POSIX_FADV_WILLNEED")
     return dropped
 
 

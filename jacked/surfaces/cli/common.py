@@ -76,10 +76,10 @@ def require_projects(s: Settings) -> None:
 
     if s.projects_dir.is_dir():
         return
-    named_by = {"cli": "--claude-dir", "env": "CLAUDE_CONFIG_DIR"}.get(s.sources.get("claude_dir", ""))
-    if named_by and not s.claude_dir.is_dir():
-        # the user named this folder: reading the other agents only would hide the typo
-        raise CliError(f"no Claude directory at {s.claude_dir} (from {named_by}): "
+    if s.sources.get("claude_dir") == "env" and not s.claude_dir.is_dir():
+        # the user named this folder: reading the other agents only would hide the typo (a
+        # --claude-dir that is not there stops every command before this, in `main`)
+        raise CliError(f"no Claude directory at {s.claude_dir} (from CLAUDE_CONFIG_DIR): "
                        "point it at the folder that holds projects/")
     if not source_roots(s.disabled_sources):
         raise CliError(f"no projects folder in {s.claude_dir}: point --claude-dir or CLAUDE_CONFIG_DIR at a Claude directory")
