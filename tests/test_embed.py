@@ -231,3 +231,35 @@ def test_split_to_window_packs_parts_greedily_tokenizing_each_once(dense_embedde
     # The whole text, each line and each piece are tokenized once: three times the text, not the
     # growing piece again for every line added to it (~20 times the text here).
     assert sum(map(len, tokenized)) <= 3 * len(text)
+
+
+def test_documents_counted_in_one_batch_per_session_are_the_same(dense_embedder: DenseEmbedder,
+                                                                  tmp_path: Path) -> None:
+    """On the real fixtures: an extractor given the batch counter makes exactly the documents the
+    one-text-at-a-time counter makes, and no text it counted in the batch is counted again alone."""
+    from kit import scanned_real
+
+    from jacked.index.extract import Extractor
+
+    catalog = scanned_real(tmp_path)
+    window = dense_embedder.max_tokens
+    alone: list[str] = []
+    batched: list[str] = []
+
+    def count(t: str) -> int:
+        alone.append(t)
+        return dense_embedder.count_tokens(t)
+
+    def count_many(texts: list[str]) -> list[int]:
+        batched.extend(texts)
+        return dense_embedder.count_tokens_batch(texts)
+
+    one = Extractor(catalog, dense_embedder.count_tokens, window)
+    many = Extractor(catalog, count, window, count_many)
+    sessions = catalog.session_ids()
+    docs = [d for sid in sessions for d in one.documents(sid)]
+    assert [(d.point_id, d.text, d.dense) for d in docs] == [
+        (d.point_id, d.text, d.dense) for sid in sessions for d in many.documents(sid)]
+    long_texts = {d.text for d in docs if d.dense and len(d.text.encode()) >= window}
+    assert batched and long_texts <= set(batched) | set(alone)
+    assert not set(batched) & set(alone)  # each text counted once

@@ -40,11 +40,18 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, An
 
 
 @pytest.fixture(scope="module")
-def clean(corpus: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
-                                                                                                 dict[str, Any]]:
-    """A clean backfill of the corpus: (its report, its points)."""
+def clean_run(corpus: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
+                                                                                                     dict[str, Any]]:
+    """A clean backfill of the corpus: (its JACKED_HOME, its report). Tests copy the home to change it."""
     home = tmp_path_factory.mktemp("clean") / "home"
-    return _backfill_json(corpus[0], home), _points(home)
+    return home, _backfill_json(corpus[0], home)
+
+
+@pytest.fixture(scope="module")
+def clean(clean_run: tuple[Path, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A clean backfill of the corpus: (its report, its points)."""
+    home, report = clean_run
+    return report, _points(home)
 
 
 def _env(claude: Path, home: Path) -> dict[str, str]:
@@ -143,6 +150,55 @@ def test_kill9_at_any_moment_then_rerun_gives_the_points_of_a_clean_run(
     again = _backfill_json(claude, home)  # and then nothing is left to do
     assert (again["points_written"], again["texts_embedded"], again["points_dense_filled"]) == (0, 0, 0)
     assert again["glance_points"] == 0  # every session is indexed: nothing to glance at
+
+
+def test_a_catalog_that_lost_its_index_records_is_brought_back_from_the_store(
+        corpus: tuple[Path, dict[str, Any]], clean_run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """The index kept, the catalog made anew, one session shorter:
+    a backfill asks the store what each session holds, so the points of the turn that is gone are
+    deleted, not left behind unrecorded. (A backfill decides once, before it writes, whether the
+    store may hold such points: its own writes are recorded first.)"""
+    import shutil
+
+    from jacked.catalog import Catalog
+
+    claude, truth = corpus
+    home = tmp_path / "home"
+    shutil.copytree(clean_run[0], home)
+    shutil.copytree(claude, tmp_path / "claude")
+    session = max((s for s in truth["sessions"] if not s["malformed_lines"] and len(s["turns"]) > 2),
+                  key=lambda s: len(s["turns"]))
+    main = tmp_path / "claude" / session["file"]
+    lines = main.read_text().splitlines()
+    prompts = [i for i, ln in enumerate(lines) if _is_prompt(ln)]
+    main.write_text("\n".join(lines[:prompts[-1]]) + "\n")  # its last prompt and all after it, gone
+    settings = load_settings(tmp_path / "claude", jacked_home=str(home), user_name="ada")
+    catalog = Catalog(settings.catalog_path)
+    try:  # a catalog made anew (but for its cache of vectors: nothing is embedded again)
+        tables = [r[0] for r in catalog.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        with catalog.transaction():
+            for table in set(tables) - {"embed_cache", "meta"}:
+                catalog.db.execute(f"DELETE FROM {table}")
+    finally:
+        catalog.close()
+    held_before = set(_points(home))
+    report = Indexer(settings).backfill()
+    assert not report.errors and report.points_deleted > 0
+    catalog = Catalog(settings.catalog_path)
+    try:
+        recorded = {r[0] for r in catalog.db.execute("SELECT point_id FROM index_points")}
+    finally:
+        catalog.close()
+    held = set(_points(home))
+    assert held == recorded and held < held_before
+
+
+def _is_prompt(line: str) -> bool:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    return record.get("type") == "user" and isinstance((record.get("message") or {}).get("content"), str)
 
 
 PLANTED = "the ultramarine quokka tessellation broke the zephyrine 7431 build"

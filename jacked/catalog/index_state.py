@@ -31,15 +31,16 @@ def index_progress(catalog: Catalog, user_name: str) -> list[tuple[str, int | No
         "LEFT JOIN index_sessions i ON i.session_id = s.session_id AND i.user_name = ?", (user_name,))]
 
 
-def indexed_points(catalog: Catalog, session_id: str, user_name: str) -> tuple[dict[str, str], bool]:
-    """(point id → content hash of the session's recorded points, whether its last run completed)."""
+def indexed_points(catalog: Catalog, session_id: str, user_name: str) -> tuple[dict[str, str], bool | None]:
+    """(point id → content hash of the session's recorded points, whether its last run completed:
+    None where no run was ever recorded)."""
     rows = catalog.db.execute(
         "SELECT i.point_id, i.content_hash, s.dirty FROM index_points i LEFT JOIN index_sessions s "
         "ON s.session_id = i.session_id AND s.user_name = i.user_name "
         "WHERE i.session_id = ? AND i.user_name = ?", (session_id, user_name)).fetchall()
     dirty = catalog.db.execute("SELECT dirty FROM index_sessions WHERE session_id = ? AND user_name = ?",
                                (session_id, user_name)).fetchone()
-    return {r[0]: r[1] for r in rows}, dirty is not None and dirty[0] in (0, LEXICAL)
+    return {r[0]: r[1] for r in rows}, None if dirty is None else dirty[0] in (0, LEXICAL)
 
 
 def mark_dirty(catalog: Catalog, session_ids: Sequence[str], user_name: str) -> None:

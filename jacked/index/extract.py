@@ -32,6 +32,7 @@ CHUNK_CHARS = 3000  # a sparse window: BM25 has no model window, but snippets sh
 POINT_NAMESPACE = uuid.UUID("6f2b8e0a-3c1d-5e7f-9a4b-2d6c8e0f1a3b")
 
 TokenCounter = Callable[[str], int]
+BatchTokenCounter = Callable[[list[str]], list[int]]
 
 
 @dataclass(slots=True)
@@ -110,21 +111,26 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
 
 
 def _fits(text: str, count: TokenCounter, window: int) -> bool:
-    """Whether `text` is within `window` tokens. Every token of a word-piece or byte-level BPE
-    tokenizer spans at least one UTF-8 byte (SentencePiece may add one word-start mark), so a text
-    of fewer bytes than the window fits without running the tokenizer (a third of a backfill's
+    """Whether `text` is within `window` tokens (see `_surely_fits`)."""
+    return _surely_fits(text, window) or count(text) <= window
+
+
+def _surely_fits(text: str, window: int) -> bool:
+    """Whether `text` fits `window` tokens whatever the tokenizer: every token of a word-piece or
+    byte-level BPE tokenizer spans at least one UTF-8 byte (SentencePiece may add one word-start
+    mark), so a text of fewer bytes than the window needs no counting (a third of a backfill's
     lexical pass went into counting tokens)."""
-    if len(text) < window // 4 or len(text.encode("utf-8", "surrogatepass")) < window:
-        return True
-    return count(text) <= window
+    return len(text) < window // 4 or len(text.encode("utf-8", "surrogatepass")) < window
 
 
 class Extractor:
     """Builds the documents of cataloged sessions."""
 
-    def __init__(self, catalog: Catalog, count_tokens: TokenCounter = approx_tokens, window: int = 254) -> None:
+    def __init__(self, catalog: Catalog, count_tokens: TokenCounter = approx_tokens, window: int = 254,
+                 count_many: BatchTokenCounter | None = None) -> None:
         self.catalog = catalog
         self.count = count_tokens
+        self.count_many = count_many  # the same counts for many texts in one call
         self.window = window
 
     def documents(self, session_id: str) -> list[Document]:
@@ -132,16 +138,33 @@ class Extractor:
         row = self.catalog.get_session_row(session_id)
         if row is None or not row.get("has_main"):
             return []  # not a listed session (e.g. subagent files whose session file is gone)
-        docs: list[Document] = []
         sid = session_id
+        wanted: list[tuple[str, int, str, bool, dict[str, Any]]] = []
 
         def add(ctype: str, unit: int, text: str | None, dense: bool = True, **meta: Any) -> None:
-            if not text or not text.strip():
-                return
-            pieces = split_to_window(text, self.count, self.window) if dense else _windows(text, CHUNK_CHARS)
+            if text and text.strip():
+                wanted.append((ctype, unit, text, dense, meta))
+
+        self._add_all(sid, row, add)
+        count = self._counter([text.strip() for _, _, text, dense, _ in wanted if dense])
+        docs: list[Document] = []
+        for ctype, unit, text, dense, meta in wanted:
+            pieces = split_to_window(text, count, self.window) if dense else _windows(text, CHUNK_CHARS)
             for ci, piece in enumerate(pieces):
                 docs.append(Document(sid, ctype, f"{unit}.{ci}", piece, dense, chunk_index=ci, **meta))
+        return docs
 
+    def _counter(self, texts: list[str]) -> TokenCounter:
+        """`count`, with the texts that need counting counted first in one call (a tokenizer's
+        batch call costs a fifth less per text than one call each)."""
+        if self.count_many is None:
+            return self.count
+        need = list(dict.fromkeys(t for t in texts if not _surely_fits(t, self.window)))
+        known = dict(zip(need, self.count_many(need))) if need else {}
+        return lambda t: known[t] if t in known else self.count(t)
+
+    def _add_all(self, sid: str, row: dict[str, Any], add: Callable[..., None]) -> None:
+        """Call `add` for each text of the session, in order."""
         if row.get("plan"):
             add("plan", 0, row["plan"], timestamp=row.get("started_at"))
         for i, x in enumerate(self.catalog.text_rows(sid)):
@@ -166,7 +189,6 @@ class Extractor:
         self._decisions(sid, turns, row, add)
         self._summaries(sid, turns, row, add)
         self._chunks(sid, turns, subs, add)
-        return docs
 
     def _decisions(self, sid: str, turns: list[dict[str, Any]], row: dict[str, Any],
                    add: Callable[..., None]) -> None:

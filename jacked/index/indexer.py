@@ -139,7 +139,10 @@ class Indexer:
         self.model_name = getattr(settings, "embedding_model", None) or _default_model()
         self._dense = None
         self._sparse = None
-        self._store_has_user = True
+        # Whether the store may hold points of this user that the catalog never recorded (a new
+        # catalog beside an older index): a backfill decides it once, before it writes (what it
+        # writes itself is marked in the catalog first); other runs, each time.
+        self._store_has_user: bool | None = True
         self._glance: Glance | None = None  # a backfill's, while its glance points may be in the store
         self._held: Any = None  # a HeldStore, for a long-lived reader (`hold_store`)
 
@@ -232,6 +235,7 @@ class Indexer:
         if rebuild:
             index_state.forget_user(self.catalog, self.user)
         log = BackfillLog(self.settings.home)
+        self._store_has_user = None  # decided by the first chunk (see __init__)
         with self.open_store(recreate=rebuild) as store:
             # Kept apart while the passes write, the segments are merged once by the optimisation
             # at the end (see `EdgeStore.bulk`).
@@ -466,17 +470,20 @@ class Indexer:
         are left for the dense pass (the points are written with their BM25 vector only)."""
         from jacked.index.extract import Extractor
 
-        extractor = Extractor(self.catalog, self._count_tokens, self.dense.max_tokens)
+        extractor = Extractor(self.catalog, self._count_tokens, self.dense.max_tokens, self.dense.count_tokens_batch)
         stale, fresh = self._stale_sessions(session_ids)
         report.sessions_unchanged += fresh
         from jacked.index.store import SearchFilter
 
         # A user with no points at all needs no per-session look into the store (glance points do
-        # not count: the backfill replaces them itself).
-        held = store.count(SearchFilter(user_name=self.user)) if stale else 0
-        if held and self._glance is not None and self._glance.live:
-            held -= self._glance.count(store)
-        self._store_has_user = held > 0
+        # not count: the backfill replaces them itself). Asked again on each of a backfill's
+        # chunks, the sessions of every chunk after the first were looked up in the store one
+        # scroll per batch, finding nothing (a tenth of the lexical pass).
+        if stale and (self._glance is None or self._store_has_user is None):
+            held = store.count(SearchFilter(user_name=self.user))
+            if held and self._glance is not None and self._glance.live:
+                held -= self._glance.count(store)
+            self._store_has_user = held > 0
         pending: list[tuple[str, int, list[Document]]] = []
         pending_docs = 0
         for i, sid in enumerate(stale):
@@ -497,15 +504,16 @@ class Indexer:
         if stale and not lexical:
             store.upkeep()
 
-    def _known_points(self, session_ids: list[str], store: Any) -> dict[str, dict[str, str]]:
+    def _known_points(self, session_ids: list[str], store: Any) -> tuple[dict[str, dict[str, str]], set[str]]:
         """session id → point id → content hash of what the index holds for each session (by this
-        user): from the catalog, or, where its record is missing or was interrupted, from the store
-        itself (one scroll for all of those sessions)."""
+        user): from the catalog, or, where its last run was interrupted (or, if the store may hold
+        points the catalog does not know of, never recorded), from the store itself (one scroll for
+        all of those sessions); and the ids of the sessions asked there."""
         known: dict[str, dict[str, str]] = {}
         ask: list[str] = []
         for sid in session_ids:
             known[sid], complete = index_state.indexed_points(self.catalog, sid, self.user)
-            if not complete and self._store_has_user:
+            if complete is False or (complete is None and self._store_has_user):
                 ask.append(sid)
                 known[sid] = {}
         if ask:
@@ -519,7 +527,7 @@ class Indexer:
                 held = known.get(str(h.payload.get("session_id")))
                 if held is not None:
                     held[h.id] = (index_state.PENDING if waits else "") + str(h.payload.get("content_hash", ""))
-        return known
+        return known, set(ask)
 
     def _write_batch(self, store: Any, batch: list[tuple[str, int, list[Document]]],
                      report: IndexReport, lexical: bool = False) -> None:
@@ -533,7 +541,8 @@ class Indexer:
         to_write: list[tuple[Document, str, str]] = []  # (document, content hash, point id)
         to_delete: list[str] = []
         waiting: set[str] = set()  # sessions left with points that wait for their dense vector
-        known_by_session = self._known_points([sid for sid, _, _ in batch], store)
+        recorded: list[tuple[str, str, str, str]] = []  # (point id, session id, content type, hash)
+        known_by_session, asked = self._known_points([sid for sid, _, _ in batch], store)
         for sid, _, docs in batch:
             known = known_by_session[sid]
             want = {}
@@ -546,6 +555,8 @@ class Indexer:
                     report.points_unchanged += 1
                     if was != h:
                         waiting.add(sid)
+                    if sid in asked:  # found in the store, not in the catalog: recorded now
+                        recorded.append((pid, sid, d.content_type, was))
                 else:
                     to_write.append((d, h, pid))
             to_delete += [pid for pid in known if pid not in want]
@@ -558,7 +569,6 @@ class Indexer:
         sparse_vecs = self.sparse.embed_documents([d.text for d, _, _ in to_write])
         rows_by_sid = {sid: self.catalog.get_session_row(sid) or {} for sid, _, _ in batch}
         points = []
-        recorded = []
         for (d, h, pid), sv in zip(to_write, sparse_vecs):
             dense = dense_vecs.get(d.text) if d.dense else None
             payload = self._payload(d, h, rows_by_sid[d.session_id])
