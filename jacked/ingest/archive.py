@@ -180,7 +180,12 @@ class Archive:
             return f"external/{digest}/{p.name}"
 
     def gz_path(self, rel: str) -> Path:
-        return self.root / (rel + ".gz")
+        return Path(self.gz_file(rel))
+
+    def gz_file(self, rel: str) -> str:
+        """Where the copy `rel` is kept, as a string (a scan stats every copy: building a Path for
+        each took more time than the stat)."""
+        return f"{self.root}/{rel}.gz"
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -267,12 +272,9 @@ class Archive:
         on the next capture."""
         seen = {}
         short = []
-        root = str(self.root)
         for source, size, mtime_ns, rel, gz_size in archive_queries.archived_sizes(self.db, sources):
             try:
-                # a string path: a scan checks every copy (24,000 at 10,000 sessions), and building
-                # a Path for each took more time than the stat
-                ok = os.stat(f"{root}/{rel}.gz").st_size == gz_size
+                ok = os.stat(self.gz_file(rel)).st_size == gz_size
             except OSError:
                 ok = False
             if ok:
