@@ -6,6 +6,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from kit import REAL
 
+from jacked.index.ahead import EmbedAhead
 from jacked.index.embed import (
     DEFAULT_MODEL,
     DenseEmbedder,
@@ -263,3 +265,42 @@ def test_documents_counted_in_one_batch_per_session_are_the_same(dense_embedder:
     long_texts = {d.text for d in docs if d.dense and len(d.text.encode()) >= window}
     assert batched and long_texts <= set(batched) | set(alone)
     assert not set(batched) & set(alone)  # each text counted once
+
+
+def _taken(ahead: EmbedAhead, n: int, timeout: float = 60.0) -> list[tuple[str, Any]]:
+    """Wait for `n` vectors from the thread (it embeds while the test goes on)."""
+    got: list[tuple[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        got += ahead.take()
+        time.sleep(0.02)
+    return got
+
+
+def test_texts_embedded_ahead_are_the_models_vectors_each_text_once(dense_embedder: DenseEmbedder) -> None:
+    texts = [f"note {i}: the retry loop in the uploader gave up after {i} attempts" for i in range(7)]
+    ahead = EmbedAhead(dense_embedder.embed_documents, queue_limit=3)
+    try:
+        ahead.offer(texts + texts[:2])  # one call: the queue takes the first 3, the rest is left
+        first = _taken(ahead, 3)
+        ahead.offer(texts[:3])  # offered before: not embedded again
+        ahead.offer(texts[3:])
+        rest = _taken(ahead, 3)
+    finally:
+        rest += ahead.stop()
+    assert [t for t, _ in first] == texts[:3]
+    assert [t for t, _ in rest] == texts[3:6]  # the queue took three again; stop dropped nothing embedded
+    want = dict(zip(texts, dense_embedder.embed_documents(texts)))
+    for text, vec in first + rest:
+        assert max(abs(a - b) for a, b in zip(vec, want[text])) < 1e-5
+
+
+def test_a_model_that_fails_ahead_stops_the_thread_quietly(tmp_path: Path) -> None:
+    ahead = EmbedAhead(DenseEmbedder("nobody/no-such-model", cache_dir=tmp_path).embed_documents)
+    ahead.offer(["a text"])
+    deadline = time.monotonic() + 30
+    while ahead.failed is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert isinstance(ahead.failed, EmbedError)
+    ahead.offer(["another"])  # ignored: the dense pass embeds (and reports) it
+    assert ahead.stop() == []

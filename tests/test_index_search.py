@@ -12,9 +12,10 @@ import pytest
 from kit import REAL, generated_corpus
 
 from jacked.config import load_settings
+from jacked.index.content_types import DENSE_TYPES
 from jacked.index.indexer import Indexer
 from jacked.query.search import SearchError, SearchOptions, search_many
-from jacked.index.store import ModelMismatch
+from jacked.index.store import ModelMismatch, SearchFilter
 
 BACKENDS = ["edge", "server"]
 
@@ -72,8 +73,13 @@ def test_backfill_indexes_typed_points(indexed: dict[str, Any]) -> None:
     with indexed["indexer"].open_store() as store:
         by_type = store.count_by("content_type")
         assert store.count() == first.points_written
+        dense_texts = {h.payload["text"] for h in store.scroll(SearchFilter(content_types=list(DENSE_TYPES)),
+                                                             ["text", "embedding_model"])
+                       if h.payload.get("embedding_model")}
     for ctype in ("plan", "subagent_summary", "user_message", "assistant_response", "chunk"):
         assert by_type.get(ctype, 0) > 0, (ctype, by_type)
+    # Every distinct text embedded once: during the lexical pass (ahead) or in the dense pass.
+    assert first.texts_embedded == len(dense_texts) > 0
 
 
 def test_rerun_embeds_nothing(indexed: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import Catalog, index_state
+from jacked.index.ahead import EmbedAhead
 from jacked.config import Settings
 from jacked.util.time import epoch
 
@@ -145,6 +146,7 @@ class Indexer:
         self._store_has_user: bool | None = True
         self._glance: Glance | None = None  # a backfill's, while its glance points may be in the store
         self._held: Any = None  # a HeldStore, for a long-lived reader (`hold_store`)
+        self._ahead: EmbedAhead | None = None  # a backfill's, during its lexical pass
 
     # ------------------------------------------------------------------ encoders
     @property
@@ -253,6 +255,7 @@ class Indexer:
                 report.glance = glance.run(store, glance_progress)
                 log.glance_done()
                 done: set[str] = set()
+                self._ahead = EmbedAhead(self.dense.embed_documents) if EmbedAhead.worthwhile() else None
 
                 def scan_progress(d: int, n: int) -> None:
                     log.scan(d, n)
@@ -262,6 +265,7 @@ class Indexer:
                 def lexical(session_ids: list[str]) -> None:
                     # Sessions scanned: their lexical points now, before older sessions are read.
                     self._index_sessions(store, session_ids, report, None, lexical=True)
+                    self._cache_ahead(report)
                     glance.drop(store, session_ids)  # their points are written (or they are not to be)
                     done.update(session_ids)
                     log.lexical(len(done))
@@ -270,11 +274,14 @@ class Indexer:
                     store.let_waiters_in()
                     store.release_memory()  # the chunk's sessions, documents and written pages
 
-                scan = scanner.scan(progress=scan_progress, only=only, on_chunk=lexical)
-                report.scan = scan
-                report.lines_skipped, report.errors = scan.lines_skipped, list(scan.errors)
-                # Sessions the chunks did not cover (restored from the archive, other agents', prompt-only).
-                lexical([sid for sid in scan.session_ids if sid not in done])
+                try:
+                    scan = scanner.scan(progress=scan_progress, only=only, on_chunk=lexical)
+                    report.scan = scan
+                    report.lines_skipped, report.errors = scan.lines_skipped, list(scan.errors)
+                    # Sessions the chunks did not cover (restored from the archive, other agents', prompt-only).
+                    lexical([sid for sid in scan.session_ids if sid not in done])
+                finally:
+                    self._cache_ahead(report, stop=True)
                 glance.finish(store)
                 self._glance = None
                 self.purge_forgotten(store)
@@ -294,6 +301,20 @@ class Indexer:
         report.seconds = time.perf_counter() - t0
         log.finish(report)
         return report
+
+    def _cache_ahead(self, report: IndexReport, stop: bool = False) -> None:
+        """Put the vectors embedded ahead so far in the vector cache (the dense pass takes them
+        from there); with `stop`, stop embedding ahead first."""
+        ahead = self._ahead
+        if ahead is None:
+            return
+        if stop:
+            self._ahead = None
+        done = ahead.stop() if stop else ahead.take()
+        if done:
+            model = self.dense.model_name
+            index_state.cache_vectors(self.catalog, ((_vec_key(model, t), v) for t, v in done))
+            report.texts_embedded += len(done)
 
     def _fill_dense(self, store: Any, report: IndexReport, progress: Progress | None, log: BackfillLog) -> None:
         """The dense pass: embed the texts of points written without their dense vector (newest
@@ -564,6 +585,8 @@ class Indexer:
         dense_texts = [d.text for d, _, _ in to_write if d.dense]
         if lexical:
             dense_vecs = self._cached_vectors(dense_texts)
+            if self._ahead is not None:
+                self._ahead.offer(t for t in dense_texts if t not in dense_vecs)
         else:
             dense_vecs = self._dense_vectors(dense_texts, report)
         sparse_vecs = self.sparse.embed_documents([d.text for d, _, _ in to_write])

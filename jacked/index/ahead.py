@@ -1,0 +1,99 @@
+"""Embedding ahead: the dense pass's first texts embedded on a thread during a backfill's lexical pass.
+
+The lexical pass is Python on one core (reading, splitting, BM25, writing) and embeds nothing;
+the model sits idle while the second core does little. Texts the lexical pass leaves waiting for
+their dense vector are handed to this thread, which embeds them in the order given (newest
+sessions first, the dense pass's order) while the pass goes on; the pass puts the vectors in the
+persistent vector cache between its chunks, where the dense pass then finds them. ONNX Runtime
+runs without the interpreter lock, so both proceed at once.
+
+Nothing depends on it: a text not embedded ahead (the queue was full, the thread was stopped,
+the model failed) is embedded by the dense pass as before, and a vector embedded ahead is the
+one the dense pass would have made (same model, same text).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+
+#: Texts waiting for the thread at most: the lexical pass finds them ~3x faster than 2 cores embed
+#: them, so the queue would otherwise hold most of a large corpus's texts in memory at once.
+QUEUE_LIMIT = 2048
+#: Texts per model call: a chunk is at most a few seconds, the wait of `stop`.
+CHUNK = 32
+
+
+class EmbedAhead:
+    """A thread embedding offered texts with `embed` (a list of texts → a vector per text)."""
+
+    def __init__(self, embed: Callable[[list[str]], Sequence[Sequence[float]]],
+                 queue_limit: int = QUEUE_LIMIT) -> None:
+        self._embed = embed
+        self._limit = queue_limit
+        self._queue: deque[str] = deque()
+        self._offered: set[str] = set()
+        self._done: list[tuple[str, Sequence[float]]] = []
+        self._cv = threading.Condition()
+        self._stopping = False
+        self.failed: BaseException | None = None  # the model's error, if any: the dense pass meets it again
+        # Not a daemon: stopped by the backfill (a process ending while ONNX Runtime builds its
+        # session on another thread aborts).
+        self._thread = threading.Thread(target=self._run, name="jacked-embed-ahead")
+        self._thread.start()
+
+    @staticmethod
+    def worthwhile() -> bool:
+        """Whether a second CPU is there for the model while the lexical pass uses one."""
+        try:
+            return len(os.sched_getaffinity(0)) >= 2
+        except (AttributeError, OSError):  # not on Linux
+            return (os.cpu_count() or 1) >= 2
+
+    def offer(self, texts: Iterable[str]) -> None:
+        """Queue texts not offered before, as far as the queue has room (the rest: the dense pass)."""
+        with self._cv:
+            if self._stopping or self.failed is not None:
+                return
+            for text in texts:
+                if len(self._queue) >= self._limit:
+                    break
+                if text not in self._offered:
+                    self._offered.add(text)
+                    self._queue.append(text)
+            self._cv.notify()
+
+    def take(self) -> list[tuple[str, Sequence[float]]]:
+        """The (text, vector) pairs embedded since the last call."""
+        with self._cv:
+            done, self._done = self._done, []
+        return done
+
+    def stop(self) -> list[tuple[str, Sequence[float]]]:
+        """Stop after the chunk being embedded (texts still queued are dropped); what was embedded
+        and not yet taken."""
+        with self._cv:
+            self._stopping = True
+            self._queue.clear()
+            self._cv.notify()
+        self._thread.join()
+        return self.take()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._stopping:
+                    self._cv.wait()
+                if self._stopping:
+                    return
+                chunk = [self._queue.popleft() for _ in range(min(CHUNK, len(self._queue)))]
+            try:
+                vectors = self._embed(chunk)
+            except Exception as exc:  # noqa: BLE001 - the dense pass embeds these itself and reports it
+                with self._cv:
+                    self.failed = exc
+                    self._queue.clear()
+                return
+            with self._cv:
+                self._done.extend(zip(chunk, vectors))
