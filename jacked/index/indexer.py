@@ -280,8 +280,12 @@ class Indexer:
                     report.lines_skipped, report.errors = scan.lines_skipped, list(scan.errors)
                     # Sessions the chunks did not cover (restored from the archive, other agents', prompt-only).
                     lexical([sid for sid in scan.session_ids if sid not in done])
-                finally:
-                    self._cache_ahead(report, stop=True)
+                except BaseException:
+                    if self._ahead is not None:  # its vectors are only a head start: dropped
+                        self._ahead.stop()
+                        self._ahead = None
+                    raise
+                self._cache_ahead(report, stop=True)
                 glance.finish(store)
                 self._glance = None
                 self.purge_forgotten(store)
