@@ -33,7 +33,8 @@ class EmbedAhead:
         self._embed = embed
         self._limit = queue_limit
         self._queue: deque[str] = deque()
-        self._offered: set[str] = set()
+        # Hashes, not the texts, of those offered: a collision only leaves a text to the dense pass.
+        self._offered: set[int] = set()
         self._done: list[tuple[str, Sequence[float]]] = []
         self._cv = threading.Condition()
         self._stopping = False
@@ -59,8 +60,9 @@ class EmbedAhead:
             for text in texts:
                 if len(self._queue) >= self._limit:
                     break
-                if text not in self._offered:
-                    self._offered.add(text)
+                key = hash(text)
+                if key not in self._offered:
+                    self._offered.add(key)
                     self._queue.append(text)
             self._cv.notify()
 
