@@ -13,10 +13,11 @@ one the dense pass would have made (same model, same text).
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+
+from jacked.util.cpus import usable_cpus
 
 #: Texts waiting for the thread at most: the lexical pass finds them ~3x faster than 2 cores embed
 #: them, so the queue would otherwise hold most of a large corpus's texts in memory at once.
@@ -47,10 +48,7 @@ class EmbedAhead:
     @staticmethod
     def worthwhile() -> bool:
         """Whether a second CPU is there for the model while the lexical pass uses one."""
-        try:
-            return len(os.sched_getaffinity(0)) >= 2
-        except (AttributeError, OSError):  # not on Linux
-            return (os.cpu_count() or 1) >= 2
+        return usable_cpus() >= 2
 
     def offer(self, texts: Iterable[str]) -> None:
         """Queue texts not offered before, as far as the queue has room (the rest: the dense pass)."""

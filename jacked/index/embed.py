@@ -358,11 +358,9 @@ def _default_threads() -> int:
     that know the machine is shared should pass ``threads``. Beyond ~8, MiniLM's small
     matrices gain little.
     """
-    try:
-        n = len(os.sched_getaffinity(0))  # honours container / taskset CPU limits
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(n, 8))
+    from jacked.util.cpus import usable_cpus
+
+    return max(1, min(usable_cpus(), 8))
 
 
 class EmbeddingProvider(Protocol):

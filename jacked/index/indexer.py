@@ -27,7 +27,7 @@ import socket
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -265,7 +265,8 @@ class Indexer:
                 def lexical(session_ids: list[str]) -> None:
                     # Sessions scanned: their lexical points now, before older sessions are read.
                     self._index_sessions(store, session_ids, report, None, lexical=True)
-                    self._cache_ahead(report)
+                    if self._ahead is not None:
+                        self._remember(self._ahead.take(), report)
                     glance.drop(store, session_ids)  # their points are written (or they are not to be)
                     done.update(session_ids)
                     log.lexical(len(done))
@@ -281,11 +282,9 @@ class Indexer:
                     # Sessions the chunks did not cover (restored from the archive, other agents', prompt-only).
                     lexical([sid for sid in scan.session_ids if sid not in done])
                 except BaseException:
-                    if self._ahead is not None:  # its vectors are only a head start: dropped
-                        self._ahead.stop()
-                        self._ahead = None
+                    self._stop_ahead()  # its vectors are only a head start: dropped
                     raise
-                self._cache_ahead(report, stop=True)
+                self._remember(self._stop_ahead(), report)
                 glance.finish(store)
                 self._glance = None
                 self.purge_forgotten(store)
@@ -306,19 +305,18 @@ class Indexer:
         log.finish(report)
         return report
 
-    def _cache_ahead(self, report: IndexReport, stop: bool = False) -> None:
-        """Put the vectors embedded ahead so far in the vector cache (the dense pass takes them
-        from there); with `stop`, stop embedding ahead first."""
-        ahead = self._ahead
-        if ahead is None:
-            return
-        if stop:
-            self._ahead = None
-        done = ahead.stop() if stop else ahead.take()
-        if done:
+    def _stop_ahead(self) -> list[tuple[str, Sequence[float]]]:
+        """Stop embedding ahead: the (text, vector) pairs embedded and not yet taken."""
+        ahead, self._ahead = self._ahead, None
+        return ahead.stop() if ahead is not None else []
+
+    def _remember(self, embedded: Sequence[tuple[str, Sequence[float]]], report: IndexReport) -> None:
+        """Put (text, vector) pairs just embedded in the vector cache (where the passes look
+        first), counted as embedded."""
+        if embedded:
             model = self.dense.model_name
-            index_state.cache_vectors(self.catalog, ((_vec_key(model, t), v) for t, v in done))
-            report.texts_embedded += len(done)
+            index_state.cache_vectors(self.catalog, ((_vec_key(model, t), v) for t, v in embedded))
+            report.texts_embedded += len(embedded)
 
     def _fill_dense(self, store: Any, report: IndexReport, progress: Progress | None, log: BackfillLog) -> None:
         """The dense pass: embed the texts of points written without their dense vector (newest
@@ -625,18 +623,12 @@ class Indexer:
 
     def _dense_vectors(self, texts: list[str], report: IndexReport) -> dict[str, list[float]]:
         """Vectors for distinct texts: from the cache, else embedded (and cached)."""
-        model = self.dense.model_name
-        distinct = list(dict.fromkeys(texts))
-        keys = {t: _vec_key(model, t) for t in distinct}
-        out = index_state.cached_vectors(self.catalog, [keys[t] for t in distinct])
-        by_key = {keys[t]: t for t in distinct}
-        found = {by_key[k]: v for k, v in out.items()}
-        missing = [t for t in distinct if t not in found]
+        found = self._cached_vectors(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
-            vecs = self.dense.embed_documents(missing)
-            report.texts_embedded += len(missing)
-            index_state.cache_vectors(self.catalog, ((keys[t], v) for t, v in zip(missing, vecs)))
-            found.update(zip(missing, vecs))
+            embedded = list(zip(missing, self.dense.embed_documents(missing)))
+            self._remember(embedded, report)
+            found.update(embedded)
         return found
 
     def _count_tokens(self, text: str) -> int:
