@@ -154,6 +154,23 @@ def test_model_dir_assembled_once_and_atomically(tmp_path: Path) -> None:
     assert prepare_default_model_dir(tmp_path) == folder
 
 
+def test_the_optimized_model_keeps_its_weights_in_a_file_beside_it(dense_embedder: DenseEmbedder,
+                                                                     tmp_path: Path) -> None:
+    # ONNX Runtime maps a weights file instead of parsing and copying it out of the graph; an
+    # earlier jacked's optimized model (weights inside, ~90 MB) is removed on the way.
+    folder = prepare_default_model_dir(tmp_path)
+    older = folder / "model.opt-1.0.0-x86_64.onnx"
+    older.write_bytes(b"an older optimized model")
+    fresh = DenseEmbedder(cache_dir=tmp_path, threads=1)
+    texts = ["how did we fix the flaky kestrel migration", "x"]
+    assert fresh.embed_documents(texts) == dense_embedder.embed_documents(texts)
+    assert not older.exists()
+    [optimized] = [p for p in folder.iterdir() if p.name.startswith("optimized-")]
+    assert sorted(p.name for p in optimized.iterdir()) == ["model.onnx", "weights.bin"]
+    assert (optimized / "weights.bin").stat().st_size > 50 * (optimized / "model.onnx").stat().st_size
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_process_cache_returns_one_instance(dense_embedder: DenseEmbedder) -> None:
     assert get_dense_embedder() is dense_embedder
     assert get_dense_embedder(DEFAULT_MODEL) is dense_embedder
