@@ -248,12 +248,12 @@ class Jacked:
         size = sum(p.stat().st_size for p in real.rglob("*") if p.is_file() and not p.is_symlink())
         lock = real / "index" / "index.lock"
         if lock.exists():  # an index run still going (a hook's child): wait for it, as any writer would
-            from filelock import FileLock, Timeout
+            from jacked.util.flock import FileLock, LockTimeout
 
             try:
-                with FileLock(str(lock), timeout=max(self.settings.lock_timeout_s, 0.0)):
+                with FileLock(lock, timeout=max(self.settings.lock_timeout_s, 0.0)):
                     shutil.rmtree(real)
-            except Timeout:
+            except LockTimeout:
                 raise JackedError(f"{home}: another jacked process holds the index; try again when it ends") from None
         else:
             shutil.rmtree(real)

@@ -198,10 +198,10 @@ class Archive:
             finally:
                 self._held -= 1
             return
-        from filelock import FileLock
+        from jacked.util.flock import FileLock
 
         _mkdir_private(self.root)
-        lock = FileLock(str(self.root / ".lock"), timeout=LOCK_TIMEOUT_S, mode=0o600)
+        lock = FileLock(self.root / ".lock", timeout=LOCK_TIMEOUT_S)
         with lock:
             self._held = 1
             try:

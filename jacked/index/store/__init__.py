@@ -1,7 +1,7 @@
 """Qdrant vector stores: the embedded Edge shard (default) and a Qdrant server.
 
-``open_store`` picks the backend; the backends' heavy imports (qdrant_edge, qdrant_client,
-filelock) happen only when a store is opened, so importing this package is cheap.
+``open_store`` picks the backend; the backends' heavy imports (qdrant_edge, qdrant_client)
+happen only when a store is opened, so importing this package is cheap.
 """
 from __future__ import annotations
 

@@ -157,7 +157,7 @@ class EdgeStore(VectorStore):
         self.path = Path(path)
         self.lock_timeout = float(lock_timeout)
         self._shard: Any = None  # qdrant_edge.EdgeShard while open
-        self._lock: Any = None  # filelock.FileLock while held
+        self._lock: Any = None  # jacked.util.flock.FileLock while held
         # Serialises calls into the shard: one EdgeStore may be shared by threads (MCP).
         self._mutex = threading.RLock()
         self._unflushed = 0
@@ -522,13 +522,12 @@ class EdgeStore(VectorStore):
     # -- lock --------------------------------------------------------------
 
     def _acquire_lock(self) -> None:
-        from filelock import FileLock, Timeout
+        from jacked.util.flock import FileLock, LockTimeout
 
-        # thread_local=False: the store may be opened in one thread and closed in another.
-        lock = FileLock(str(self.path / _LOCK), thread_local=False)
+        lock = FileLock(self.path / _LOCK)  # the store may be opened in one thread and closed in another
         try:
             lock.acquire(timeout=0)
-        except Timeout:
+        except LockTimeout:
             # Held: say so (a long writer lets waiters in between its batches), then wait.
             marker = self.path / _WAITING / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
             try:
@@ -538,7 +537,7 @@ class EdgeStore(VectorStore):
                 pass
             try:
                 lock.acquire(timeout=max(self.lock_timeout, 0.0))
-            except Timeout:
+            except LockTimeout:
                 raise StoreBusy(self._busy_message()) from None
             finally:
                 marker.unlink(missing_ok=True)
