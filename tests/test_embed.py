@@ -124,6 +124,29 @@ def test_batching_keeps_order_and_values(dense_embedder: DenseEmbedder) -> None:
     assert dense_embedder.embed_documents([]) == []
 
 
+def test_a_batch_holds_texts_of_like_size_in_word_pieces_not_characters(dense_embedder: DenseEmbedder,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Hashes make many word-pieces per character, plain words few: in characters the two kinds
+    # interleave, so batches cut by characters would pad short texts to long ones.
+    import hashlib
+
+    words = [("word " * (12 * k)).strip() for k in (1, 2, 3, 4)]
+    hashes = [" ".join(hashlib.sha256(str(i).encode()).hexdigest()[:16] for i in range(2 * k)) for k in (1, 2, 3, 4)]
+    texts = words + hashes
+    model = dense_embedder._model
+    sizes = dict(zip(texts, (len(p) for p in model.encode(texts))))
+    by_chars = sorted(texts, key=len)
+    assert [sizes[t] for t in by_chars] != sorted(sizes.values())  # the two orders differ
+    runs: list[list[int]] = []
+    monkeypatch.setattr(model, "run", lambda pieces, running=None: runs.append([len(p) for p in pieces])
+                        or type(model).run(model, pieces, running))
+    vectors = dense_embedder.embed_documents(texts, batch_size=2)
+    monkeypatch.undo()
+    assert [n for batch in runs for n in batch] == sorted(sizes.values())  # each batch of neighbours in size
+    for text, vec in zip(texts, vectors):
+        assert cos(vec, dense_embedder.embed_query(text)) > 0.9999
+
+
 def test_count_tokens_and_window(dense_embedder: DenseEmbedder) -> None:
     assert dense_embedder.count_tokens("hello world") == 2  # no [CLS]/[SEP]
     assert dense_embedder.count_tokens("") == 0
@@ -310,6 +333,27 @@ def test_texts_embedded_ahead_are_the_models_vectors_each_text_once(dense_embedd
     want = dict(zip(texts, dense_embedder.embed_documents(texts)))
     for text, vec in first + rest:
         assert max(abs(a - b) for a, b in zip(vec, want[text])) < 1e-5
+
+
+def test_texts_embedded_ahead_go_to_the_model_shortest_first_a_window_at_a_time(
+        dense_embedder: DenseEmbedder) -> None:
+    calls: list[list[str]] = []
+    texts = [("word " * n).strip() for n in (40, 3, 25, 1, 60, 8, 12, 5)]
+
+    def embed(chunk: list[str]) -> list[list[float]]:
+        calls.append(chunk)
+        return dense_embedder.embed_documents(chunk)
+
+    ahead = EmbedAhead(embed)
+    try:
+        ahead.offer(texts)
+        got = _taken(ahead, len(texts))
+    finally:
+        got += ahead.stop()
+    assert sorted(t for t, _ in got) == sorted(texts)
+    assert [t for chunk in calls for t in chunk] == [t for t, _ in got]
+    for chunk in calls:
+        assert chunk == sorted(chunk, key=len)
 
 
 def test_a_model_that_fails_ahead_stops_the_thread_quietly(tmp_path: Path) -> None:

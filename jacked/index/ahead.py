@@ -3,9 +3,9 @@
 The lexical pass is Python on one core (reading, splitting, BM25, writing) and embeds nothing;
 the model sits idle while the second core does little. Texts the lexical pass leaves waiting for
 their dense vector are handed to this thread, which embeds them in the order given (newest
-sessions first, the dense pass's order) while the pass goes on; the pass puts the vectors in the
-persistent vector cache between its chunks, where the dense pass then finds them. ONNX Runtime
-runs without the interpreter lock, so both proceed at once.
+sessions first, the dense pass's order; a window at a time, shortest first) while the pass goes
+on; the pass puts the vectors in the persistent vector cache between its chunks, where the dense
+pass then finds them. ONNX Runtime runs without the interpreter lock, so both proceed at once.
 
 Nothing depends on it: a text not embedded ahead (the queue was full, the thread was stopped,
 the model failed) is embedded by the dense pass as before, and a vector embedded ahead is the
@@ -24,6 +24,10 @@ from jacked.util.cpus import usable_cpus
 QUEUE_LIMIT = 2048
 #: Texts per model call: a chunk is at most a few seconds, the wait of `stop`.
 CHUNK = 32
+#: Texts taken from the queue at once and embedded shortest first, a chunk at a time, so that the
+#: texts of a chunk are of like length: taken 32 at a time in the order given, 9.6 % of what the
+#: model ran on the generated corpus's texts was padding, against 2.9 % so (0.1 % all at once).
+WINDOW = 256
 
 
 class EmbedAhead:
@@ -87,13 +91,17 @@ class EmbedAhead:
                     self._cv.wait()
                 if self._stopping:
                     return
-                chunk = [self._queue.popleft() for _ in range(min(CHUNK, len(self._queue)))]
-            try:
-                vectors = self._embed(chunk)
-            except Exception as exc:  # noqa: BLE001 - the dense pass embeds these itself and reports it
+                window = sorted((self._queue.popleft() for _ in range(min(WINDOW, len(self._queue)))), key=len)
+            for start in range(0, len(window), CHUNK):
+                chunk = window[start:start + CHUNK]
+                try:
+                    vectors = self._embed(chunk)
+                except Exception as exc:  # noqa: BLE001 - the dense pass embeds these itself and reports it
+                    with self._cv:
+                        self.failed = exc
+                        self._queue.clear()
+                    return
                 with self._cv:
-                    self.failed = exc
-                    self._queue.clear()
-                return
-            with self._cv:
-                self._done.extend(zip(chunk, vectors))
+                    self._done.extend(zip(chunk, vectors))
+                    if self._stopping:
+                        return
