@@ -184,10 +184,13 @@ def test_the_optimized_model_keeps_its_weights_in_a_file_beside_it(dense_embedde
     folder = prepare_default_model_dir(tmp_path)
     older = folder / "model.opt-1.0.0-x86_64.onnx"
     older.write_bytes(b"an older optimized model")
+    other_runtime = folder / "optimized-1.0.0-x86_64"
+    other_runtime.mkdir()
+    (other_runtime / "weights.bin").write_bytes(b"another runtime's weights")
     fresh = DenseEmbedder(cache_dir=tmp_path, threads=1)
     texts = ["how did we fix the flaky kestrel migration", "x"]
     assert fresh.embed_documents(texts) == dense_embedder.embed_documents(texts)
-    assert not older.exists()
+    assert not older.exists() and not other_runtime.exists()
     [optimized] = [p for p in folder.iterdir() if p.name.startswith("optimized-")]
     assert sorted(p.name for p in optimized.iterdir()) == ["model.onnx", "weights.bin"]
     assert (optimized / "weights.bin").stat().st_size > 50 * (optimized / "model.onnx").stat().st_size

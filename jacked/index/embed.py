@@ -235,6 +235,9 @@ def _optimized_model(ort: Any, model_dir: Path) -> Path | None:
         return graph
     for older in model_dir.glob("model.opt-*.onnx"):  # an earlier jacked's, weights inside the graph
         older.unlink(missing_ok=True)
+    for older in model_dir.glob("optimized-*"):  # another ONNX Runtime's (~90 MB each)
+        if older != folder:  # this one: another process's, renamed into place since the check above
+            shutil.rmtree(older, ignore_errors=True)
     tmp = model_dir / f".{folder.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
     try:
         tmp.mkdir()
