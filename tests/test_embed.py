@@ -341,13 +341,15 @@ def test_texts_embedded_ahead_are_the_models_vectors_each_text_once(dense_embedd
 def test_texts_embedded_ahead_go_to_the_model_shortest_first_a_window_at_a_time(
         dense_embedder: DenseEmbedder) -> None:
     calls: list[list[str]] = []
-    texts = [("word " * n).strip() for n in (40, 3, 25, 1, 60, 8, 12, 5)]
+    # Fewer characters, more word-pieces: hashes against words; the window is ordered by word-pieces.
+    texts = [("word " * n).strip() for n in (40, 3, 25, 1)] + ["0f3a9c" * n for n in (12, 2, 7, 1)]
+    pieces = dict(zip(texts, dense_embedder.count_tokens_batch(texts)))
 
     def embed(chunk: list[str]) -> list[list[float]]:
         calls.append(chunk)
         return dense_embedder.embed_documents(chunk)
 
-    ahead = EmbedAhead(embed)
+    ahead = EmbedAhead(embed, dense_embedder.count_tokens_batch)
     try:
         ahead.offer(texts)
         got = _taken(ahead, len(texts))
@@ -355,8 +357,9 @@ def test_texts_embedded_ahead_go_to_the_model_shortest_first_a_window_at_a_time(
         got += ahead.stop()
     assert sorted(t for t, _ in got) == sorted(texts)
     assert [t for chunk in calls for t in chunk] == [t for t, _ in got]
-    for chunk in calls:
-        assert chunk == sorted(chunk, key=len)
+    order = [t for chunk in calls for t in chunk]
+    assert [pieces[t] for t in order] == sorted(pieces.values())
+    assert [len(t) for t in order] != sorted(map(len, texts))  # not the characters' order
 
 
 def test_a_model_that_fails_ahead_stops_the_thread_quietly(tmp_path: Path) -> None:

@@ -255,7 +255,8 @@ class Indexer:
                 report.glance = glance.run(store, glance_progress)
                 log.glance_done()
                 done: set[str] = set()
-                self._ahead = EmbedAhead(self.dense.embed_documents) if EmbedAhead.worthwhile() else None
+                self._ahead = (EmbedAhead(self.dense.embed_documents, self.dense.count_tokens_batch)
+                               if EmbedAhead.worthwhile() else None)
 
                 def scan_progress(d: int, n: int) -> None:
                     log.scan(d, n)
@@ -359,7 +360,10 @@ class Indexer:
             r = ahead.popleft()
             r.ok = [(pid, sid, h) for pid, sid, h in r.part
                     if r.held.get(pid, {}).get("content_hash") == h and isinstance(r.held[pid].get("text"), str)]
-            texts = sorted({r.held[pid]["text"] for pid, _, _ in r.ok}, key=lambda t: (len(t), t))
+            distinct = sorted({r.held[pid]["text"] for pid, _, _ in r.ok})
+            # By size in word-pieces, so that a chunk's texts share the model's batches as a bare run's
+            # would (sorted by characters, 3.3 % of what the model ran in this pass was padding).
+            texts = [t for _, t in sorted(zip(self.dense.count_tokens_batch(distinct), distinct))]
             for j in range(0, len(texts), EMBED_CHUNK):
                 # As float32 arrays (what the model made): rounds read ahead wait with theirs.
                 r.vectors.update((t, array("f", v)) for t, v in self._dense_vectors(texts[j:j + EMBED_CHUNK],
