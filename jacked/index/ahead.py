@@ -97,18 +97,22 @@ class EmbedAhead:
                 window = [self._queue.popleft() for _ in range(min(WINDOW, len(self._queue)))]
             try:
                 window = [t for _, t in sorted(zip(self._sizes(window), window), key=lambda st: st[0])]
-            except Exception:  # noqa: BLE001 - the order only saves padding
-                pass
+            except Exception as exc:  # noqa: BLE001 - the model's tokenizer: the dense pass meets it again
+                self._fail(exc)
+                return
             for start in range(0, len(window), CHUNK):
                 chunk = window[start:start + CHUNK]
                 try:
                     vectors = self._embed(chunk)
                 except Exception as exc:  # noqa: BLE001 - the dense pass embeds these itself and reports it
-                    with self._cv:
-                        self.failed = exc
-                        self._queue.clear()
+                    self._fail(exc)
                     return
                 with self._cv:
                     self._done.extend(zip(chunk, vectors))
                     if self._stopping:
                         return
+
+    def _fail(self, exc: BaseException) -> None:
+        with self._cv:
+            self.failed = exc
+            self._queue.clear()
