@@ -35,6 +35,7 @@ from typing import Any
 from jacked.catalog import Catalog
 from jacked.ingest.reading import BATCH_SECONDS, ScanReport, SessionReader
 from jacked.sources.claude.discover import SessionFiles
+from jacked.util.flock import FileLock
 
 Work = tuple[SessionFiles, dict[Path, os.stat_result]]
 
@@ -140,37 +141,36 @@ def scan_from_queue(scanner: SessionReader, chunks: list[list[Work]], queue: int
     pending: list[Any] = []
     pending_cost = 0
     batch_start = time.perf_counter()
-    lock = WriteLock(lock_path)
+    lock = FileLock(lock_path)  # around a worker's write transactions; the kernel frees it if the worker dies
+    while True:
+        queued = left[len(chunks) - pipe_bytes(queue) // 4]
+        if retire_early and pending and queued <= pending_cost * WRITE_COST_PER_BUILD:
+            break
+        token = os.read(queue, 4)
+        if len(token) < 4:
+            break
+        i = int.from_bytes(token, "little")
+        pending += [scanner.build_safely(group, stats) for group, stats in chunks[i]]
+        pending_cost += sizes[i]
+        if taken is not None:
+            taken()
+        due = time.perf_counter() - batch_start >= BATCH_SECONDS
+        early = bool(marks) and left[len(chunks) - pipe_bytes(queue) // 4] <= marks[0]
+        if due:
+            lock.acquire()
+        if due or (early and lock.try_acquire()):
+            try:
+                scanner.write_batch(pending, counters)
+            finally:
+                lock.release()
+            pending, pending_cost, batch_start = [], 0, time.perf_counter()
+            if early:
+                marks.pop(0)
+    lock.acquire()
     try:
-        while True:
-            queued = left[len(chunks) - pipe_bytes(queue) // 4]
-            if retire_early and pending and queued <= pending_cost * WRITE_COST_PER_BUILD:
-                break
-            token = os.read(queue, 4)
-            if len(token) < 4:
-                break
-            i = int.from_bytes(token, "little")
-            pending += [scanner.build_safely(group, stats) for group, stats in chunks[i]]
-            pending_cost += sizes[i]
-            if taken is not None:
-                taken()
-            due = time.perf_counter() - batch_start >= BATCH_SECONDS
-            early = bool(marks) and left[len(chunks) - pipe_bytes(queue) // 4] <= marks[0]
-            if (due or early) and lock.acquire(wait=due):
-                try:
-                    scanner.write_batch(pending, counters)
-                finally:
-                    lock.release()
-                pending, pending_cost, batch_start = [], 0, time.perf_counter()
-                if early:
-                    marks.pop(0)
-        lock.acquire()
-        try:
-            scanner.write_batch(pending, counters)
-        finally:
-            lock.release()
+        scanner.write_batch(pending, counters)
     finally:
-        lock.close()
+        lock.release()
     return counters
 
 
@@ -188,25 +188,3 @@ def pipe_bytes(fd: int) -> int:
     buf = bytearray(4)
     fcntl.ioctl(fd, termios.FIONREAD, buf)
     return int.from_bytes(buf, "little")
-
-
-class WriteLock:
-    """An flock on a file beside the catalog, taken around a worker's write transactions;
-    the kernel frees it if its holder dies. Open one per process: forks share a descriptor's lock."""
-
-    def __init__(self, path: Path) -> None:
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-
-    def acquire(self, wait: bool = True) -> bool:
-        """Take the lock; without `wait`, only if it is free (returns whether it was taken)."""
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    def release(self) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        os.close(self.fd)

@@ -40,18 +40,28 @@ class FileLock:
         deadline = time.monotonic() + wait
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            while True:
+            if wait < 0:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # for ever: woken as soon as the holder lets go
+            while wait >= 0:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
-                    if wait >= 0 and time.monotonic() >= deadline:
+                    if time.monotonic() >= deadline:
                         raise LockTimeout(f"{self.path} is locked by another process") from None
                     time.sleep(POLL_S)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
+
+    def try_acquire(self) -> bool:
+        """Take the lock only if it is free now; whether it was taken."""
+        try:
+            self.acquire(timeout=0)
+        except LockTimeout:
+            return False
+        return True
 
     def release(self) -> None:
         """Let the lock go (closing the file drops the flock); nothing when it is not held."""
