@@ -987,7 +987,7 @@ def _graph_params(qe: Any, using: str, flt: Any) -> Any:
     return qe.SearchParams(acorn=qe.AcornSearchParams(enable=True))
 
 
-def _edge_config(qe: Any, dims: int, segments: int = SEGMENTS) -> Any:
+def _edge_config(qe: Any, dims: int, segments: int = SEGMENTS, ef_construct: int = EF_CONSTRUCT) -> Any:
     """The shard's configuration: every part cold (see `_CONFIG_VERSION`), segments bounded.
 
     Vectors, HNSW graph, sparse index, payloads and id tracker are memory-mapped without being
@@ -1007,7 +1007,7 @@ def _edge_config(qe: Any, dims: int, segments: int = SEGMENTS) -> Any:
         vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=int(dims), distance=qe.Distance.Cosine, memory=cold,
                                                    quantization_config=codes)},
         sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=cold)},
-        hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=EF_CONSTRUCT, full_scan_threshold=FULL_SCAN_KB, memory=cold),
+        hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=ef_construct, full_scan_threshold=FULL_SCAN_KB, memory=cold),
         payload_memory=cold,
         id_tracker_memory=cold,
         optimizers=qe.EdgeOptimizersConfig(max_segment_size=MAX_SEGMENT_KB, default_segment_number=segments,
