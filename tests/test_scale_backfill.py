@@ -635,20 +635,25 @@ def test_the_dense_pass_embeds_while_an_optimisation_runs_and_ends_with_a_clean_
     monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 120)
     monkeypatch.setattr(indexer_module, "DENSE_BATCH_POINTS", 8)
     monkeypatch.setattr(indexer_module, "AHEAD_ROUNDS", 6)
+    import threading
+
+    from jacked.index.embed import DenseEmbedder
+
     stores: list[Any] = []
-    seen: list[bool] = []
-    open_store, dense_vectors = Indexer.open_store, Indexer._dense_vectors
+    seen: list[bool] = []  # for each model call of the dense pass (its own thread): the child was at work
+    open_store, embed_documents = Indexer.open_store, DenseEmbedder.embed_documents
 
     def remember(self: Indexer, *a: Any, **k: Any) -> Any:
         stores.append(open_store(self, *a, **k))
         return stores[-1]
 
-    def watched(self: Indexer, texts: list[str], report: Any) -> Any:
-        seen.append(stores[-1].optimizing)
-        return dense_vectors(self, texts, report)
+    def watched(self: DenseEmbedder, texts: Any, *a: Any, **k: Any) -> Any:
+        if threading.current_thread().name.startswith("jacked-dense"):
+            seen.append(stores[-1].optimizing)
+        return embed_documents(self, texts, *a, **k)
 
     monkeypatch.setattr(Indexer, "open_store", remember)
-    monkeypatch.setattr(Indexer, "_dense_vectors", watched)
+    monkeypatch.setattr(DenseEmbedder, "embed_documents", watched)
     settings = load_settings(corpus[0], jacked_home=str(tmp_path / "home"), user_name="ada")
     report = Indexer(settings).backfill()
     assert report.points_dense_filled == clean[0]["points_dense_filled"] > 0
