@@ -70,12 +70,9 @@ def read_sample(shard: Path, n: int, seed: int) -> Sample:
 
 def build(path: Path, sample: Sample, dims: int, ef_construct: int, linked: frozenset[str]) -> tuple[Any, float, float]:
     """A shard of `sample` with these graph settings, optimised; the optimisation's wall and CPU seconds."""
-    cold = qe.Memory.Cold
     sh = qe.EdgeShard.create(str(path), edge._edge_config(qe, dims, ef_construct=ef_construct))
-    for name in KEYWORD_INDEXES:
-        sh.update(qe.UpdateOperation.create_field_index(name, qe.KeywordIndexParams(memory=cold, enable_hnsw=name in linked)))
-    for name in FLOAT_INDEXES:
-        sh.update(qe.UpdateOperation.create_field_index(name, qe.FloatIndexParams(memory=cold, enable_hnsw=name in linked)))
+    for name, schema in edge._index_schemas(qe, linked):
+        sh.update(qe.UpdateOperation.create_field_index(name, schema))
     for i in range(0, len(sample), 256):
         sh.update(qe.UpdateOperation.upsert_points([qe.Point(pid, v, p) for pid, v, p in sample[i:i + 256]]))
     sh.flush()

@@ -969,11 +969,12 @@ class EdgeStore(VectorStore):
             return
 
 
-def _index_schemas(qe: Any) -> list[tuple[str, Any]]:
-    """The payload indexes, memory-mapped (cold) in the optimised segments like everything else."""
+def _index_schemas(qe: Any, linked: frozenset[str] = LINKED_FIELDS) -> list[tuple[str, Any]]:
+    """The payload indexes, memory-mapped (cold) in the optimised segments like everything else;
+    those in `linked` get payload links in the graph."""
     cold = qe.Memory.Cold
-    return [(name, qe.KeywordIndexParams(memory=cold, enable_hnsw=name in LINKED_FIELDS)) for name in KEYWORD_INDEXES] + [
-        (name, qe.FloatIndexParams(memory=cold, enable_hnsw=name in LINKED_FIELDS)) for name in FLOAT_INDEXES
+    return [(name, qe.KeywordIndexParams(memory=cold, enable_hnsw=name in linked)) for name in KEYWORD_INDEXES] + [
+        (name, qe.FloatIndexParams(memory=cold, enable_hnsw=name in linked)) for name in FLOAT_INDEXES
     ]
 
 
