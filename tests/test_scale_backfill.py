@@ -580,6 +580,49 @@ def test_a_bulk_load_keeps_segments_apart_and_the_next_optimisation_merges_them(
         store.close()
 
 
+def test_a_bulk_loads_merge_can_run_before_its_last_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`merge_bulk` merges the bulk load's segments in the background while the load goes on; the
+    writes after it only add a segment, which the closing optimisation builds and merges."""
+    import random
+
+    import jacked.index.store.edge as edge
+    from jacked.index.store import Point
+    from jacked.index.store.edge import SEGMENTS, EdgeStore
+
+    monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 600)
+    dims, rounds, per_round = 64, SEGMENTS + 3, 600
+    rng = random.Random(5)
+    shard = tmp_path / "index" / "shard"
+
+    def segments() -> int:
+        return sum(1 for d in (shard / "segments").iterdir() if d.is_dir())
+
+    def points(r: int) -> list[Any]:
+        return [Point(id=f"00000000-0000-4000-8000-{r * per_round + i:012d}", payload={"session_id": f"s{r}"},
+                      dense=[rng.uniform(-1, 1) for _ in range(dims)]) for i in range(per_round)]
+
+    store = EdgeStore(tmp_path / "index").open("m", dims)
+    try:
+        with store.bulk():
+            for r in range(rounds):
+                store.upsert(points(r))
+                store.upkeep()
+            before = segments()
+            assert before > SEGMENTS + 2
+            store.merge_bulk(wait=False)
+            assert store.optimizing and store._shard is None  # the child merges; this process goes on
+            store.upsert(points(rounds))  # the load's last writes wait for it
+            assert store._optimizing is None and segments() <= SEGMENTS + 1 < before
+            record = json.loads((tmp_path / "index" / "index.upkeep.json").read_text())
+            assert "merge" not in record  # merged already: the next writer need not
+        store.optimize()
+        assert segments() <= SEGMENTS + 1 and store.count() == (rounds + 1) * per_round
+        found = store.retrieve([f"00000000-0000-4000-8000-{rounds * per_round + 3:012d}"], ["session_id"])
+        assert [h.payload["session_id"] for h in found] == [f"s{rounds}"]
+    finally:
+        store.close()
+
+
 def test_an_optimisation_runs_in_the_background_until_the_store_is_next_used(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`upkeep(wait=False)` starts the optimizer child and returns with the shard closed; the next
@@ -658,6 +701,39 @@ def test_the_dense_pass_embeds_while_an_optimisation_runs_and_ends_with_a_clean_
     report = Indexer(settings).backfill()
     assert report.points_dense_filled == clean[0]["points_dense_filled"] > 0
     assert any(seen) and not all(seen)  # some rounds embedded beside the child, others not
+    assert _points(tmp_path / "home") == clean[1]
+
+
+def test_the_dense_pass_starts_the_closing_merge_before_its_last_rounds(
+        corpus: tuple[Path, dict[str, Any]], clean: tuple[dict[str, Any], dict[str, Any]], dense_embedder: Any,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once every round is read and few are left to write (one per MERGE_POINTS_PER_ROUND points of
+    the index), the merge that ends the bulk load starts; the rounds left are written after it, and
+    the index has a clean run's points."""
+    import jacked.index.indexer as indexer_module
+    from jacked.index.store.edge import EdgeStore
+
+    monkeypatch.setattr(indexer_module, "DENSE_BATCH_POINTS", 16)
+    monkeypatch.setattr(indexer_module, "MERGE_POINTS_PER_ROUND", 200)
+    merges: list[int] = []  # dense points still to write when the merge started
+    reports: list[Any] = []
+    merge_bulk, fill_dense = EdgeStore.merge_bulk, Indexer._fill_dense
+
+    def watched_fill(self: Indexer, store: Any, report: Any, *a: Any, **k: Any) -> Any:
+        reports.append(report)
+        return fill_dense(self, store, report, *a, **k)
+
+    def watched_merge(self: EdgeStore, *a: Any, **k: Any) -> Any:
+        merges.append(clean[0]["points_dense_filled"] - reports[-1].points_dense_filled)
+        return merge_bulk(self, *a, **k)
+
+    monkeypatch.setattr(Indexer, "_fill_dense", watched_fill)
+    monkeypatch.setattr(EdgeStore, "merge_bulk", watched_merge)
+    settings = load_settings(corpus[0], jacked_home=str(tmp_path / "home"), user_name="ada")
+    report = Indexer(settings).backfill()
+    assert report.points_dense_filled == clean[0]["points_dense_filled"] > 0
+    rounds_left = max(1, report.points_written // 200)  # the index holds the points written, glance points gone
+    assert len(merges) == 1 and 0 < merges[0] <= rounds_left * 16
     assert _points(tmp_path / "home") == clean[1]
 
 

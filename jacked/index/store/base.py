@@ -277,6 +277,11 @@ class VectorStore(abc.ABC):
         """Build indexes / merge segments now if the backend needs it (default: nothing). With
         `wait` False a backend may go on in the background until the store is next used."""
 
+    def merge_bulk(self, wait: bool = True) -> None:
+        """Inside `bulk()`, near its end: run now the optimisation that would merge the bulk load's
+        segments after it (so that it can run in the background while the last work is done);
+        the bulk load goes on (default: nothing, see `optimize`)."""
+
     def upkeep(self, wait: bool = True) -> bool:
         """For a writer between batches: optimise when enough was written since the last time
         (default: nothing; a server optimises by itself). True if it ran (see `optimize`)."""

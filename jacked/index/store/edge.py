@@ -353,11 +353,22 @@ class EdgeStore(VectorStore):
                     schema = dict(_index_schemas(qe))[name]
                     shard.update(qe.UpdateOperation.delete_field_index(name))
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
-            self._start_optimize(BULK_SEGMENTS if self._bulk else SEGMENTS)
+            self._start_optimize(BULK_SEGMENTS if self._bulk else SEGMENTS, bulk=self._bulk)
         if wait:
             self._finish_optimize()
 
-    def _start_optimize(self, segments: int) -> None:
+    def merge_bulk(self, wait: bool = True) -> None:
+        """Merge a bulk load's segments down to `SEGMENTS` now, as the first optimisation after
+        `bulk()` would: its last writes then only add a small segment to optimise at the end (at
+        10,000 sessions the merge took 66 s, three quarters of a core idle, after the dense pass's
+        last texts were embedded)."""
+        with self._mutex, self._errors("optimize"):
+            self._require()  # an optimisation still running ends first
+            self._start_optimize(SEGMENTS, bulk=False)
+        if wait:
+            self._finish_optimize()
+
+    def _start_optimize(self, segments: int, bulk: bool) -> None:
         """Close the shard and start the optimizer child on it, aiming at `segments` segments; this
         process keeps the lock meanwhile. Where no child can start (no interpreter), the
         optimisation runs in this process when it is finished (`_finish_optimize`)."""
@@ -369,7 +380,7 @@ class EdgeStore(VectorStore):
             shard.flush()
         finally:
             shard.close()
-        run = _Optimizing(segments=segments, bulk=self._bulk)
+        run = _Optimizing(segments=segments, bulk=bulk)
         try:
             run.child = subprocess.Popen([sys.executable, "-c", _OPTIMIZER, str(self.shard_path), str(os.getpid()),
                                           str(self.dims), str(segments)],
