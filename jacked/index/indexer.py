@@ -365,6 +365,7 @@ class Indexer:
         # backfill ends with an optimisation anyway.
         merge_early = report.points_written + total >= OPTIMIZE_AFTER_POINTS
         merge_rounds = max(1, store.count() // MERGE_POINTS_PER_ROUND) if merge_early else 0
+        passed = 0  # points of the rounds written (those found rewritten meanwhile too)
 
         def read_ahead(n: int) -> None:
             nonlocal read_all
@@ -453,12 +454,14 @@ class Indexer:
                     index_state.record_dense(self.catalog, self.user, [(pid, h) for pid, _, h in done.ok],
                                              sorted({sid for _, sid, _ in done.part}), broken)
                     filled += len(done.ok)
+                    passed += len(done.part)
                     report.points_dense_filled += len(done.ok)
                     log.dense(filled, report.texts_embedded)
                     if progress:
                         progress("dense", filled, total)
                 unwritten.clear()
-                if merge_early and not store.optimizing:
+                # Only near the end are more rounds than one read ahead for it (they wait in memory).
+                if merge_early and not store.optimizing and total - passed <= (merge_rounds + 1) * DENSE_BATCH_POINTS:
                     read_ahead(merge_rounds + 1)
                     if read_all and len(ahead) <= merge_rounds:
                         store.merge_bulk(wait=False)  # the rounds left are embedded while it runs
