@@ -62,7 +62,7 @@ AHEAD_ROUNDS = 12
 # (`merge_bulk`) and the model embeds those rounds meanwhile; what they write afterwards is a small
 # segment for the final optimisation. The merge's time grows with the index, a round's does not:
 # at 10,000 sessions (237k points) the merge took 66 s alone, with three quarters of a core idle;
-# beside the model 88 s, while each of the rounds left took ~12 s.
+# beside the model ~90-105 s, while each of the rounds left took ~12 s.
 MERGE_POINTS_PER_ROUND = 30_000
 EMBED_CHUNK = 32
 #: How often the dense pass, waiting for the model's thread, lets in a process that waits for the index.
@@ -361,7 +361,7 @@ class Indexer:
         upcoming = rounds()
         ahead: deque[_DenseRound] = deque()
         read_all = False  # every round is read (those left are in `ahead`)
-        # The bulk load's closing merge, started near the end (see MERGE_AHEAD_ROUNDS) when the
+        # The bulk load's closing merge, started near the end (see MERGE_POINTS_PER_ROUND) when the
         # backfill ends with an optimisation anyway.
         merge_early = report.points_written + total >= OPTIMIZE_AFTER_POINTS
         merge_rounds = max(1, store.count() // MERGE_POINTS_PER_ROUND) if merge_early else 0
