@@ -340,6 +340,17 @@ class EdgeStore(VectorStore):
         child uses ~1.35 of 2 cores; embedding the next texts meanwhile takes the rest), and its
         next use of the store waits for the child first.
         """
+        self._optimize(wait, bulk=self._bulk)
+
+    def merge_bulk(self, wait: bool = True) -> None:
+        """Merge a bulk load's segments down to `SEGMENTS` now, as the first optimisation after
+        `bulk()` would: its last writes then only add a small segment to optimise at the end (at
+        10,000 sessions the merge took 66 s, three quarters of a core idle, after the dense pass's
+        last texts were embedded)."""
+        self._optimize(wait, bulk=False)
+
+    def _optimize(self, wait: bool, bulk: bool) -> None:
+        """`optimize`, aiming at `BULK_SEGMENTS` when `bulk` (segments kept apart), else `SEGMENTS`."""
         import qdrant_edge as qe
 
         with self._mutex, self._errors("optimize"):
@@ -353,18 +364,7 @@ class EdgeStore(VectorStore):
                     schema = dict(_index_schemas(qe))[name]
                     shard.update(qe.UpdateOperation.delete_field_index(name))
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
-            self._start_optimize(BULK_SEGMENTS if self._bulk else SEGMENTS, bulk=self._bulk)
-        if wait:
-            self._finish_optimize()
-
-    def merge_bulk(self, wait: bool = True) -> None:
-        """Merge a bulk load's segments down to `SEGMENTS` now, as the first optimisation after
-        `bulk()` would: its last writes then only add a small segment to optimise at the end (at
-        10,000 sessions the merge took 66 s, three quarters of a core idle, after the dense pass's
-        last texts were embedded)."""
-        with self._mutex, self._errors("optimize"):
-            self._require()  # an optimisation still running ends first
-            self._start_optimize(SEGMENTS, bulk=False)
+            self._start_optimize(BULK_SEGMENTS if bulk else SEGMENTS, bulk=bulk)
         if wait:
             self._finish_optimize()
 
