@@ -623,6 +623,45 @@ def test_a_bulk_loads_merge_can_run_before_its_last_writes(tmp_path: Path, monke
         store.close()
 
 
+def test_a_writer_let_in_during_another_process_bulk_load_leaves_the_optimisations_to_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a live process is in a bulk load (a backfill that let a hook in), the upkeep record
+    names it and other writers do not optimise, not even the merge it left due; once it is gone
+    (killed), the next writer does."""
+    import jacked.index.store.edge as edge
+    from jacked.index.store import Point
+    from jacked.index.store.edge import EdgeStore
+
+    monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 50)
+    record = tmp_path / "index" / "index.upkeep.json"
+    store = EdgeStore(tmp_path / "index").open("m", 4)
+    try:
+        with store.bulk():
+            assert json.loads(record.read_text())["bulk_pid"] == os.getpid()
+        assert "bulk_pid" not in json.loads(record.read_text())
+    finally:
+        store.close()
+    backfill = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        record.write_text(json.dumps({"merge": True, "bulk_pid": backfill.pid}))
+        hook = EdgeStore(tmp_path / "index").open("m", 4)
+        try:
+            hook.upsert([Point(id=f"00000000-0000-4000-8000-{i:012d}", payload={}, dense=[1.0, 0, 0, float(i)])
+                         for i in range(60)])
+            assert not hook.upkeep_due() and not hook.upkeep()
+        finally:
+            hook.close()
+    finally:
+        backfill.kill()
+        backfill.wait()
+    hook = EdgeStore(tmp_path / "index").open("m", 4)
+    try:
+        assert hook.upkeep_due() and hook.upkeep()
+        assert json.loads(record.read_text()) == {}
+    finally:
+        hook.close()
+
+
 def test_an_optimisation_runs_in_the_background_until_the_store_is_next_used(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`upkeep(wait=False)` starts the optimizer child and returns with the shard closed; the next
@@ -672,12 +711,12 @@ def test_the_dense_pass_embeds_while_an_optimisation_runs_and_ends_with_a_clean_
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With optimisations due every few rounds, rounds read ahead are embedded while the optimizer
     child works, their vectors written after it: the index ends with a clean run's points."""
-    import jacked.index.indexer as indexer_module
+    import jacked.index.dense_pass as dense_pass
     import jacked.index.store.edge as edge
 
     monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 120)
-    monkeypatch.setattr(indexer_module, "DENSE_BATCH_POINTS", 8)
-    monkeypatch.setattr(indexer_module, "AHEAD_ROUNDS", 6)
+    monkeypatch.setattr(dense_pass, "DENSE_BATCH_POINTS", 8)
+    monkeypatch.setattr(dense_pass, "AHEAD_ROUNDS", 6)
     import threading
 
     from jacked.index.embed import DenseEmbedder
@@ -710,11 +749,11 @@ def test_the_dense_pass_starts_the_closing_merge_before_its_last_rounds(
     """Once every round is read and few are left to write (one per MERGE_POINTS_PER_ROUND points of
     the index), the merge that ends the bulk load starts; the rounds left are written after it, and
     the index has a clean run's points."""
-    import jacked.index.indexer as indexer_module
+    import jacked.index.dense_pass as dense_pass
     from jacked.index.store.edge import EdgeStore
 
-    monkeypatch.setattr(indexer_module, "DENSE_BATCH_POINTS", 16)
-    monkeypatch.setattr(indexer_module, "MERGE_POINTS_PER_ROUND", 200)
+    monkeypatch.setattr(dense_pass, "DENSE_BATCH_POINTS", 16)
+    monkeypatch.setattr(dense_pass, "MERGE_POINTS_PER_ROUND", 200)
     merges: list[int] = []  # dense points still to write when the merge started
     reports: list[Any] = []
     merge_bulk, fill_dense = EdgeStore.merge_bulk, Indexer._fill_dense
@@ -738,7 +777,8 @@ def test_the_dense_pass_starts_the_closing_merge_before_its_last_rounds(
 
 
 def test_points_rewritten_while_others_were_let_in_are_left_for_the_next_run(tmp_path: Path) -> None:
-    """`_still_held` keeps only the points the store still holds with the content hash read."""
+    """`still_held` keeps only the points the store still holds with the content hash read."""
+    from jacked.index.dense_pass import still_held
     from jacked.index.store import Point
     from jacked.index.store.edge import EdgeStore
 
@@ -748,7 +788,7 @@ def test_points_rewritten_while_others_were_let_in_are_left_for_the_next_run(tmp
         store.upsert([Point(id=pid, payload={"content_hash": f"h{i}"}, dense=[1.0, 0, 0, 0]) for i, pid in enumerate(ids)])
         store.set_payload([ids[1]], {"content_hash": "rewritten"})  # as a hook let in would
         store.delete_points([ids[2]])
-        kept = Indexer._still_held(store, [(ids[0], "s", "h0"), (ids[1], "s", "h1"), (ids[2], "t", "h2")])
+        kept = still_held(store, [(ids[0], "s", "h0"), (ids[1], "s", "h1"), (ids[2], "t", "h2")])
         assert kept == [(ids[0], "s", "h0")]
     finally:
         store.close()

@@ -25,11 +25,7 @@ import hashlib
 import os
 import socket
 import time
-from array import array
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,25 +44,6 @@ if TYPE_CHECKING:  # imported where used: a search needs none of the readers (~6
 BATCH_DOCS = 256  # documents embedded and written per store round trip: bounds memory
 # The lexical pass embeds nothing: larger round trips, still bounded.
 LEXICAL_BATCH_DOCS = 1024
-# The dense pass: points whose vectors are embedded and written per round; their distinct texts
-# are embedded by length, `EMBED_CHUNK` at a time (similar lengths pad little: rounds of ~30
-# texts embed ~8 % slower than whole lists), with processes waiting for the index let in between
-# chunks (a chunk is at most ~4 s of embedding on 2 cores) and each chunk's vectors cached at once
-# (a backfill killed mid-round embeds at most one chunk again).
-DENSE_BATCH_POINTS = 512
-# Rounds of the dense pass read ahead of an optimisation, to embed while it runs in the background:
-# an optimisation of `OPTIMIZE_EVERY` points takes ~20-30 s on 2 cores, a round's ~100 texts ~3-4 s.
-AHEAD_ROUNDS = 12
-# The dense pass's last rounds: once no more are left to write than the index holds points per
-# `MERGE_POINTS_PER_ROUND` (at least one), the merge that ends a bulk load starts in the background
-# (`merge_bulk`) and the model embeds those rounds meanwhile; what they write afterwards is a small
-# segment for the final optimisation. The merge's time grows with the index, a round's does not:
-# at 10,000 sessions (237k points) the merge took 66 s alone, with three quarters of a core idle;
-# beside the model ~90-105 s, while each of the rounds left took ~12 s.
-MERGE_POINTS_PER_ROUND = 30_000
-EMBED_CHUNK = 32
-#: How often the dense pass, waiting for the model's thread, lets in a process that waits for the index.
-DENSE_POLL_SECONDS = 0.25
 Progress = Callable[[str, int, int], None]
 # A backfill that wrote at least this many points builds the store's search graph for the last
 # ones before it ends (writers optimise every `OPTIMIZE_EVERY` points along the way).
@@ -107,23 +84,6 @@ class IndexReport:
             "glance_points": self.glance.points if self.glance else 0,
             "glance_seconds": round(self.glance.seconds, 3) if self.glance else 0.0,
         }
-
-
-@dataclass
-class _DenseRound:
-    """A round of the dense pass: its waiting points (point id, session id, content hash), their
-    payloads as read from the store, and the vectors of their texts once embedded."""
-
-    part: list[tuple[str, str, str]]
-    held: dict[str, dict[str, Any]]
-    read_at: int  # handovers to other processes before the read (a later one: read again)
-    ok: list[tuple[str, str, str]] = field(default_factory=list)  # points whose text was read as recorded
-    vectors: dict[str, array[float]] = field(default_factory=dict)
-    # The texts the vector cache did not hold, being embedded on the model's thread: (text, vector) pairs.
-    embedding: Future[list[tuple[str, Sequence[float]]]] | None = None
-    prepared: bool = False
-    embedded_so_far: int = 0  # of those, embedded (set by the model's thread after each chunk, for progress)
-    borrowed: list[str] = field(default_factory=list)  # texts the round before was embedding: cached by now
 
 
 def _new_report() -> IndexReport:
@@ -283,7 +243,7 @@ class Indexer:
                     # Sessions scanned: their lexical points now, before older sessions are read.
                     self._index_sessions(store, session_ids, report, None, lexical=True)
                     if self._ahead is not None:
-                        self._remember(self._ahead.take(), report)
+                        self.remember_embedded(self._ahead.take(), report)
                     glance.drop(store, session_ids)  # their points are written (or they are not to be)
                     done.update(session_ids)
                     log.lexical(len(done))
@@ -301,7 +261,7 @@ class Indexer:
                 except BaseException:
                     self._stop_ahead()  # its vectors are only a head start: dropped
                     raise
-                self._remember(self._stop_ahead(), report)
+                self.remember_embedded(self._stop_ahead(), report)
                 glance.finish(store)
                 self._glance = None
                 self.purge_forgotten(store)
@@ -327,7 +287,7 @@ class Indexer:
         ahead, self._ahead = self._ahead, None
         return ahead.stop() if ahead is not None else []
 
-    def _remember(self, embedded: Sequence[tuple[str, Sequence[float]]], report: IndexReport) -> None:
+    def remember_embedded(self, embedded: Sequence[tuple[str, Sequence[float]]], report: IndexReport) -> None:
         """Put (text, vector) pairs just embedded in the vector cache (where the passes look
         first), counted as embedded."""
         if embedded:
@@ -336,150 +296,11 @@ class Indexer:
             report.texts_embedded += len(embedded)
 
     def _fill_dense(self, store: Any, report: IndexReport, progress: Progress | None, log: BackfillLog) -> None:
-        """The dense pass: embed the texts of points written without their dense vector (newest
-        sessions first) and set them, a round of `DENSE_BATCH_POINTS` at a time.
+        """The dense pass (jacked.index.dense_pass): the dense vectors of the points written
+        without one, newest sessions first."""
+        from jacked.index.dense_pass import DensePass
 
-        When the store is due an optimisation, the texts of the next `AHEAD_ROUNDS` rounds are read
-        first; the optimisation then runs in the background (`upkeep(wait=False)`) while they are
-        embedded, and their vectors are written once it is done. A waiting process let in
-        meanwhile (a hook) may have rewritten points read before: those are checked again."""
-        sessions = index_state.dense_pending_sessions(self.catalog, self.user)
-        if not sessions:
-            return
-        total = index_state.index_counts(self.catalog, self.user)["points_pending_dense"]
-        log.dense_start(total)
-        model = self.dense.model_name
-        filled = 0
-        handovers = 0  # times other processes were let in (they may write)
-
-        def rounds() -> Iterator[list[tuple[str, str, str]]]:
-            for start in range(0, len(sessions), 200):
-                rows = index_state.pending_points(self.catalog, sessions[start:start + 200], self.user)
-                for i in range(0, len(rows), DENSE_BATCH_POINTS):
-                    yield rows[i:i + DENSE_BATCH_POINTS]
-
-        upcoming = rounds()
-        ahead: deque[_DenseRound] = deque()
-        read_all = False  # every round is read (those left are in `ahead`)
-        # The bulk load's closing merge, started near the end (see MERGE_POINTS_PER_ROUND) when the
-        # backfill ends with an optimisation anyway.
-        merge_early = report.points_written + total >= OPTIMIZE_AFTER_POINTS
-        merge_rounds = max(1, store.count() // MERGE_POINTS_PER_ROUND) if merge_early else 0
-        passed = 0  # points of the rounds written (those found rewritten meanwhile too)
-
-        def read_ahead(n: int) -> None:
-            nonlocal read_all
-            while len(ahead) < n:
-                part = next(upcoming, None)
-                if not part:
-                    read_all = True
-                    return
-                held = {h.id: h.payload for h in store.retrieve([pid for pid, _, _ in part], ["text", "content_hash"])}
-                ahead.append(_DenseRound(part, held, handovers))
-
-        def let_in() -> None:
-            nonlocal handovers
-            handovers += store.let_waiters_in()
-
-        # The model runs on a thread of its own, a round ahead of this one: while this thread writes a
-        # round's vectors (the store's updates, the catalog), the model embeds the next round's texts
-        # (one core sat idle during the writes: 21 % of two cores over the pass at 1,000 sessions).
-        model_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jacked-dense")
-        stopping = False
-        in_flight: set[str] = set()  # texts sent to the model's thread and not cached yet
-
-        def embed(texts: list[str], r: _DenseRound) -> list[tuple[str, Sequence[float]]]:
-            out: list[tuple[str, Sequence[float]]] = []
-            for j in range(0, len(texts), EMBED_CHUNK):
-                if stopping:
-                    break  # the pass stopped: what is not embedded is never written
-                chunk = texts[j:j + EMBED_CHUNK]
-                out.extend(zip(chunk, self.dense.embed_documents(chunk)))
-                r.embedded_so_far = len(out)
-            return out
-
-        def prepare(r: _DenseRound) -> None:
-            """The round's texts as read, those the cache holds, and the rest sent to the model's thread."""
-            r.prepared = True
-            r.ok = [(pid, sid, h) for pid, sid, h in r.part
-                    if r.held.get(pid, {}).get("content_hash") == h and isinstance(r.held[pid].get("text"), str)]
-            distinct = sorted({r.held[pid]["text"] for pid, _, _ in r.ok})
-            # As float32 arrays (what the model made): rounds read ahead wait with theirs.
-            r.vectors.update((t, array("f", v)) for t, v in self._cached_vectors(distinct).items())
-            missing = [t for t in distinct if t not in r.vectors and t not in in_flight]
-            # The same text in the round before (sessions repeat texts): embedded once, found in the cache.
-            r.borrowed = [t for t in distinct if t not in r.vectors and t in in_flight]
-            in_flight.update(missing)
-            # By size in word-pieces, so that a chunk's texts share the model's batches as a bare run's
-            # would (sorted by characters, 3.3 % of what the model ran in this pass was padding).
-            missing = [t for _, t in sorted(zip(self.dense.count_tokens_batch(missing), missing))]
-            r.embedding = model_thread.submit(embed, missing, r) if missing else None
-
-        unwritten: list[_DenseRound] = []
-        read_ahead(1)
-        try:
-            while ahead:
-                r = ahead.popleft()
-                if not r.prepared:
-                    prepare(r)
-                read_ahead(1)
-                if ahead and not ahead[0].prepared:
-                    prepare(ahead[0])  # queued behind this round's texts on the model's thread
-                if r.embedding is not None:
-                    while True:
-                        try:
-                            embedded = r.embedding.result(timeout=DENSE_POLL_SECONDS)
-                            break
-                        except FutureTimeout:
-                            log.dense(filled, report.texts_embedded + r.embedded_so_far)
-                            let_in()  # a hook or a search waiting for the index gets it meanwhile
-                    self._remember(embedded, report)
-                    r.vectors.update((t, array("f", v)) for t, v in embedded)
-                    in_flight.difference_update(t for t, _ in embedded)
-                    r.embedding = None
-                if r.borrowed:
-                    r.vectors.update((t, array("f", v)) for t, v in self._cached_vectors(r.borrowed).items())
-                unwritten.append(r)
-                if store.optimizing and ahead:
-                    continue  # the optimizer child still works: embed the next round read ahead
-                for done in unwritten:
-                    if done.ok and done.read_at != handovers:
-                        done.ok = self._still_held(store, done.ok)
-                    kept = set(done.ok)
-                    broken = sorted({sid for pid, sid, h in done.part if (pid, sid, h) not in kept})
-                    if done.ok:
-                        store.update_vectors([(pid, done.vectors[done.held[pid]["text"]]) for pid, _, _ in done.ok])
-                        store.set_payload([pid for pid, _, _ in done.ok], {"embedding_model": model})
-                    # A session is clean once none of its points waits any more (checked in the catalog).
-                    index_state.record_dense(self.catalog, self.user, [(pid, h) for pid, _, h in done.ok],
-                                             sorted({sid for _, sid, _ in done.part}), broken)
-                    filled += len(done.ok)
-                    passed += len(done.part)
-                    report.points_dense_filled += len(done.ok)
-                    log.dense(filled, report.texts_embedded)
-                    if progress:
-                        progress("dense", filled, total)
-                unwritten.clear()
-                # Only near the end are more rounds than one read ahead for it (they wait in memory).
-                if merge_early and not store.optimizing and total - passed <= (merge_rounds + 1) * DENSE_BATCH_POINTS:
-                    read_ahead(merge_rounds + 1)
-                    if read_all and len(ahead) <= merge_rounds:
-                        store.merge_bulk(wait=False)  # the rounds left are embedded while it runs
-                        merge_early = False
-                read_ahead(AHEAD_ROUNDS if store.upkeep_due() else 1)
-                store.upkeep(wait=False)
-                let_in()
-                store.release_memory()  # the payload pages read for the texts, the pages written
-        finally:
-            stopping = True
-            model_thread.shutdown(wait=True, cancel_futures=True)
-
-    @staticmethod
-    def _still_held(store: Any, points: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
-        """Those of (point id, session id, content hash) `points` the store still holds with that hash."""
-        now = {h.id: h.payload.get("content_hash") for h in store.retrieve([pid for pid, _, _ in points],
-                                                                           ["content_hash"])}
-        return [p for p in points if now.get(p[0]) == p[2]]
+        DensePass(self, store, report, progress, log, OPTIMIZE_AFTER_POINTS).run()
 
     def _upgrade_payloads(self, store: Any) -> None:
         """Give points written by an older jacked the payload fields filters now use, without
@@ -669,7 +490,7 @@ class Indexer:
         index_state.mark_dirty(self.catalog, [sid for sid, _, _ in batch], self.user)
         dense_texts = [d.text for d, _, _ in to_write if d.dense]
         if lexical:
-            dense_vecs = self._cached_vectors(dense_texts)
+            dense_vecs = self.cached_vectors(dense_texts)
             if self._ahead is not None:
                 self._ahead.offer(t for t in dense_texts if t not in dense_vecs)
         else:
@@ -698,7 +519,7 @@ class Indexer:
         report.points_deleted += len(to_delete)
         report.sessions_indexed += sum(1 for _, _, docs in batch if docs)  # listed sessions only
 
-    def _cached_vectors(self, texts: list[str]) -> dict[str, list[float]]:
+    def cached_vectors(self, texts: list[str]) -> dict[str, list[float]]:
         """Vectors of those distinct texts the cache holds (nothing is embedded)."""
         model = self.dense.model_name
         keys = {_vec_key(model, t): t for t in dict.fromkeys(texts)}
@@ -706,11 +527,11 @@ class Indexer:
 
     def _dense_vectors(self, texts: list[str], report: IndexReport) -> dict[str, list[float]]:
         """Vectors for distinct texts: from the cache, else embedded (and cached)."""
-        found = self._cached_vectors(texts)
+        found = self.cached_vectors(texts)
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             embedded = list(zip(missing, self.dense.embed_documents(missing)))
-            self._remember(embedded, report)
+            self.remember_embedded(embedded, report)
             found.update(embedded)
         return found
 

@@ -414,7 +414,9 @@ class EdgeStore(VectorStore):
             self._written = 0
             # After a bulk optimisation the segments still want merging: the next optimisation
             # outside bulk mode does it, even if a crash ends the bulk load first.
-            left = {"merge": True} if run.bulk else {}
+            left: dict[str, Any] = {"merge": True} if run.bulk else {}
+            if self._bulk:
+                left["bulk_pid"] = os.getpid()
             if self._upkeep != left:
                 self._upkeep = left
                 self._write_upkeep()
@@ -437,9 +439,17 @@ class EdgeStore(VectorStore):
         return due
 
     def upkeep_due(self) -> bool:
-        """Whether `upkeep` would run the optimizers now."""
+        """Whether `upkeep` would run the optimizers now: never while another process is in a bulk
+        load (a hook let in by a backfill), which optimises as it goes and merges as it ends (a hook
+        that ran the merge for it would hold the index, and the backfill, for a minute and more)."""
+        if self._others_bulk_load():
+            return False
         return (self._written + int(self._upkeep.get("writes") or 0) >= OPTIMIZE_EVERY
                 or bool(self._upkeep.get("reoptimize")) or (bool(self._upkeep.get("merge")) and not self._bulk))
+
+    def _others_bulk_load(self) -> bool:
+        pid = int(self._upkeep.get("bulk_pid") or 0)
+        return pid > 0 and pid != os.getpid() and _alive(pid)
 
     @property
     def optimizing(self) -> bool:
@@ -451,12 +461,24 @@ class EdgeStore(VectorStore):
     def bulk(self) -> Iterator[EdgeStore]:
         """A bulk load (a backfill): its optimisations keep up to `BULK_SEGMENTS` segments apart
         instead of merging each new one into the others; the first optimisation after it merges
-        them down to `SEGMENTS` (a writer's `upkeep` runs it)."""
+        them down to `SEGMENTS` (a writer's `upkeep` runs it). Other writers let in meanwhile leave
+        the optimisations to it (`upkeep_due`)."""
         self._bulk = True
+        self._set_bulk_pid(os.getpid())
         try:
             yield self
         finally:
             self._bulk = False
+            self._set_bulk_pid(None)
+
+    def _set_bulk_pid(self, pid: int | None) -> None:
+        """Say in the upkeep record which process is in a bulk load (see `upkeep_due`)."""
+        with self._mutex:
+            if pid is None:
+                self._upkeep.pop("bulk_pid", None)
+            else:
+                self._upkeep["bulk_pid"] = pid
+            self._write_upkeep()
 
     @property
     def writes_pending(self) -> int:
