@@ -24,16 +24,13 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from jacked.catalog import index_state
-
-if TYPE_CHECKING:
-    from jacked.index.indexer import BackfillLog, Indexer, IndexReport, Progress
+from jacked.catalog import Catalog, index_state
 
 # Points whose vectors are embedded and written per round; their distinct texts are embedded by
 # length, `EMBED_CHUNK` at a time (similar lengths pad little: rounds of ~30 texts embed ~8 % slower
@@ -58,6 +55,37 @@ POLL_SECONDS = 0.25
 SESSIONS_READ = 200
 
 PendingPoint = tuple[str, str, str]  # (point id, session id, content hash)
+Progress = Callable[[str, int, int], None]
+
+
+class _Indexer(Protocol):
+    """What the pass uses of `jacked.index.indexer.Indexer` (which imports this module)."""
+
+    catalog: Catalog
+    user: str
+
+    @property
+    def dense(self) -> Any: ...
+
+    def cached_vectors(self, texts: list[str]) -> dict[str, list[float]]: ...
+
+    def remember_embedded(self, embedded: Sequence[tuple[str, Sequence[float]]], report: Any) -> None: ...
+
+
+class _Report(Protocol):
+    """The backfill's `IndexReport`, as far as the pass counts in it."""
+
+    points_written: int
+    texts_embedded: int
+    points_dense_filled: int
+
+
+class _Log(Protocol):
+    """The backfill's progress file (`BackfillLog`), as far as the pass writes it."""
+
+    def dense_start(self, total: int) -> None: ...
+
+    def dense(self, done: int, texts: int) -> None: ...
 
 
 @dataclass
@@ -87,8 +115,8 @@ def still_held(store: Any, points: list[PendingPoint]) -> list[PendingPoint]:
 class DensePass:
     """One dense pass over `store` for the indexer's user (see the module doc)."""
 
-    def __init__(self, indexer: Indexer, store: Any, report: IndexReport, progress: Progress | None,
-                 log: BackfillLog, optimize_after_points: int) -> None:
+    def __init__(self, indexer: _Indexer, store: Any, report: _Report, progress: Progress | None,
+                 log: _Log, optimize_after_points: int) -> None:
         self.indexer = indexer
         self.catalog = indexer.catalog
         self.user = indexer.user
