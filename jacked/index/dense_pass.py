@@ -55,7 +55,7 @@ POLL_SECONDS = 0.25
 SESSIONS_READ = 200
 
 PendingPoint = tuple[str, str, str]  # (point id, session id, content hash)
-Progress = Callable[[str, int, int], None]
+Progress = Callable[[str, int, int], None]  # (phase, done, total): a backfill's progress callback
 
 
 class _Indexer(Protocol):

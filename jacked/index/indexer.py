@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import Catalog, index_state
 from jacked.index.ahead import EmbedAhead
+from jacked.index.dense_pass import DensePass, Progress
 from jacked.config import Settings
 from jacked.util.time import epoch
 
@@ -44,7 +45,6 @@ if TYPE_CHECKING:  # imported where used: a search needs none of the readers (~6
 BATCH_DOCS = 256  # documents embedded and written per store round trip: bounds memory
 # The lexical pass embeds nothing: larger round trips, still bounded.
 LEXICAL_BATCH_DOCS = 1024
-Progress = Callable[[str, int, int], None]
 # A backfill that wrote at least this many points builds the store's search graph for the last
 # ones before it ends (writers optimise every `OPTIMIZE_EVERY` points along the way).
 OPTIMIZE_AFTER_POINTS = 1_000
@@ -298,8 +298,6 @@ class Indexer:
     def _fill_dense(self, store: Any, report: IndexReport, progress: Progress | None, log: BackfillLog) -> None:
         """The dense pass (jacked.index.dense_pass): the dense vectors of the points written
         without one, newest sessions first."""
-        from jacked.index.dense_pass import DensePass
-
         DensePass(self, store, report, progress, log, OPTIMIZE_AFTER_POINTS).run()
 
     def _upgrade_payloads(self, store: Any) -> None:
