@@ -89,22 +89,23 @@ def test_a_query_embedded_on_another_thread_says_when_the_models_run_begins(dens
     alone = dense_embedder.embed_query(text)
     running = threading.Event()
     seen_before_run: list[bool] = []
-    session = dense_embedder._model.session
+    model = dense_embedder._model
+    assert isinstance(model, embed._MeanPooledOnnx)
+    session = model.session()  # a query's
 
     class Watched:  # the ONNX session, noting whether `running` was set before its run
         def run(self, *args: Any) -> Any:
             seen_before_run.append(running.is_set())
             return session.run(*args)
 
-    assert isinstance(dense_embedder._model, embed._MeanPooledOnnx)
-    dense_embedder._model.session = Watched()
+    model._sessions[model.threads] = Watched()
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             future = pool.submit(dense_embedder.embed_query, text, running)
             assert running.wait(10)
             assert future.result() == alone
     finally:
-        dense_embedder._model.session = session
+        model._sessions[model.threads] = session
     assert seen_before_run == [True]
     # A failing call sets it too: the waiting caller is never left hanging.
     failed = threading.Event()
@@ -138,13 +139,75 @@ def test_a_batch_holds_texts_of_like_size_in_word_pieces_not_characters(dense_em
     by_chars = sorted(texts, key=len)
     assert [sizes[t] for t in by_chars] != sorted(sizes.values())  # the two orders differ
     runs: list[list[int]] = []
-    monkeypatch.setattr(model, "run", lambda pieces, running=None: runs.append([len(p) for p in pieces])
-                        or type(model).run(model, pieces, running))
+    monkeypatch.setattr(model, "run", lambda pieces, running=None, threads=None: runs.append([len(p) for p in pieces])
+                        or type(model).run(model, pieces, running, threads))
     vectors = dense_embedder.embed_documents(texts, batch_size=2)
     monkeypatch.undo()
-    assert [n for batch in runs for n in batch] == sorted(sizes.values())  # each batch of neighbours in size
+    # Each batch of neighbours in size (batches may run at once, in any order).
+    assert [n for batch in sorted(runs) for n in batch] == sorted(sizes.values())
     for text, vec in zip(texts, vectors):
         assert cos(vec, dense_embedder.embed_query(text)) > 0.9999
+
+
+def test_documents_run_as_many_batches_at_once_as_threads_each_on_one_thread(dense_embedder: DenseEmbedder,
+                                                                            tmp_path: Path) -> None:
+    import threading
+
+    import jacked.index.embed as embed
+
+    two = DenseEmbedder(cache_dir=tmp_path, threads=2)
+    texts = [f"how did we fix the flaky migration number {i} " * (1 + i % 5) for i in range(40)]
+    two.load()
+    model = two._model
+    assert isinstance(model, embed._MeanPooledOnnx)
+    met = threading.Barrier(2, timeout=20)
+    threads_seen: set[str] = set()
+    real_run = type(model).run
+
+    def run(pieces: Any, running: Any = None, threads: Any = None) -> Any:
+        assert threads == 1  # a session of one thread per run
+        name = threading.current_thread().name
+        if name not in threads_seen:
+            threads_seen.add(name)
+            met.wait()  # each thread's first run waits for the other's: they run at once, or this times out
+        return real_run(model, pieces, running, threads)
+
+    model.run = run  # type: ignore[method-assign]
+    try:
+        vectors = two.embed_documents(texts)
+    finally:
+        del model.run
+    assert not met.broken and len(threads_seen) == 2
+    assert list(model._sessions) == [1]  # no two-thread session made for documents
+    # The same vectors, bit for bit, as one text at a time on the query's session of two threads.
+    assert vectors == [two.embed_query(t) for t in texts] == dense_embedder.embed_documents(texts)
+    assert sorted(model._sessions) == [1, 2]
+    # Fewer batches than threads: the largest is cut in two; a single text stays whole.
+    assert embed._split_for(2, [[0, 1, 2, 3]]) == [[0, 1], [2, 3]]
+    assert embed._split_for(2, [[7]]) == [[7]]
+    assert embed._split_for(1, [[0, 1, 2, 3]]) == [[0, 1, 2, 3]]
+
+
+def test_a_batch_that_fails_on_a_helper_thread_fails_the_call(tmp_path: Path) -> None:
+    import jacked.index.embed as embed
+
+    two = DenseEmbedder(cache_dir=tmp_path, threads=2)
+    two.load()
+    model = two._model
+    assert isinstance(model, embed._MeanPooledOnnx)
+    real_run = type(model).run
+
+    def run(pieces: Any, running: Any = None, threads: Any = None) -> Any:
+        if len(pieces[0]) > 60:  # the longest texts' batch, whichever thread takes it
+            raise RuntimeError("the model ran out of memory")
+        return real_run(model, pieces, running, threads)
+
+    model.run = run  # type: ignore[method-assign]
+    texts = ["short text"] * 8 + ["a long text about write-ahead logs and shards " * 12] * 2
+    with pytest.raises(RuntimeError, match="out of memory"):
+        two.embed_documents(texts)
+    del model.run
+    assert len(two.embed_documents(texts)) == len(texts)  # the next call runs as before
 
 
 def test_count_tokens_and_window(dense_embedder: DenseEmbedder) -> None:

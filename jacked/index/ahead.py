@@ -22,8 +22,9 @@ from jacked.util.cpus import usable_cpus
 #: Texts waiting for the thread at most: the lexical pass finds them ~3x faster than 2 cores embed
 #: them, so the queue would otherwise hold most of a large corpus's texts in memory at once.
 QUEUE_LIMIT = 2048
-#: Texts per model call: a chunk is at most a few seconds, the wait of `stop`.
-CHUNK = 32
+#: Texts per model call: a chunk is at most a few seconds, the wait of `stop`; large enough that the
+#: model's batches run at once on all cores most of the chunk (see `jacked.index.dense_pass.EMBED_CHUNK`).
+CHUNK = 128
 #: Texts taken from the queue at once and embedded shortest first, a chunk at a time, so that the
 #: texts of a chunk are of like size: taken 32 at a time in the order given, 9.6 % of what the
 #: model ran on the generated corpus's texts was padding, against ~2 % so (0.1 % all at once).

@@ -34,9 +34,11 @@ from jacked.catalog import Catalog, index_state
 
 # Points whose vectors are embedded and written per round; their distinct texts are embedded by
 # length, `EMBED_CHUNK` at a time (similar lengths pad little: rounds of ~30 texts embed ~8 % slower
-# than whole lists), with processes waiting for the index let in between chunks (a chunk is at most
-# ~4 s of embedding on 2 cores) and each chunk's vectors cached at once (a backfill killed
-# mid-round embeds at most one chunk again).
+# than whole lists), each chunk's vectors cached at once (a backfill killed mid-round embeds at most
+# one chunk again; a chunk is at most a few seconds on 2 cores, the wait of a stop). A chunk's
+# batches run two at a time on 2 cores (`_MeanPooledOnnx.run_many`), and one thread waits for the
+# other at its end: with 32 texts a chunk the dense pass took 104.1 / 106.9 s at 1,000 sessions,
+# with 128 99.1 / 96.8 s.
 DENSE_BATCH_POINTS = 512
 # Rounds read ahead of an optimisation, to embed while it runs in the background: an optimisation
 # of `OPTIMIZE_EVERY` points takes ~20-30 s on 2 cores, a round's ~100 texts ~3-4 s.
@@ -48,7 +50,7 @@ AHEAD_ROUNDS = 12
 # at 10,000 sessions (237k points) the merge took 66 s alone, with three quarters of a core idle;
 # beside the model ~90-105 s, while each of the rounds left took ~12 s.
 MERGE_POINTS_PER_ROUND = 30_000
-EMBED_CHUNK = 32
+EMBED_CHUNK = 128
 #: How often the pass, waiting for the model's thread, lets in a process that waits for the index.
 POLL_SECONDS = 0.25
 # Sessions whose waiting points are read from the catalog at a time.

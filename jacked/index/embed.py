@@ -25,6 +25,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -275,21 +276,17 @@ class _MeanPooledOnnx:
         import onnxruntime as ort
         from tokenizers import AddedToken, Tokenizer
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = threads
-        # ONNX Runtime's idle threads spin for a while after each run; on a laptop's few cores
-        # that took CPU from the search work that follows an embedding (in-process p50 at
-        # 10,000 sessions: 33 → 26 ms), for no measurable gain in embedding speed.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.threads = threads
+        self._ort = ort
         optimized = _optimized_model(ort, model_dir)
-        if optimized is not None:
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        else:
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(optimized or model_dir / "model.onnx"),
-                                            providers=["CPUExecutionProvider"], sess_options=options)
-        self.inputs = {i.name for i in self.session.get_inputs()}
+        self._graph = str(optimized or model_dir / "model.onnx")
+        self._optimized = optimized is not None
+        # One session per intra-op thread count, made on first use: a query runs on `threads`,
+        # documents in bulk on sessions of one thread (`run_many`); a process makes the ones it uses.
+        self._sessions: dict[int, Any] = {}
+        self._sessions_lock = threading.Lock()
+        self._helpers: ThreadPoolExecutor | None = None
+        self.inputs: set[str] = set()
         config = json.loads((model_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
         tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tok.enable_truncation(max_length=int(config["model_max_length"]),
@@ -306,6 +303,27 @@ class _MeanPooledOnnx:
         self.pad_left = padding.get("direction", "right") == "left"
         self.tokenizer = tok
 
+    def session(self, threads: int | None = None) -> Any:
+        """The ONNX Runtime session running each op on `threads` threads (default: `self.threads`)."""
+        n = threads or self.threads
+        with self._sessions_lock:
+            found = self._sessions.get(n)
+            if found is None:
+                ort = self._ort
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = n
+                options.inter_op_num_threads = n
+                # ONNX Runtime's idle threads spin for a while after each run; on a laptop's few cores
+                # that took CPU from the search work that follows an embedding (in-process p50 at
+                # 10,000 sessions: 33 → 26 ms), for no measurable gain in embedding speed.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if self._optimized
+                                                    else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+                found = self._sessions[n] = ort.InferenceSession(self._graph, providers=["CPUExecutionProvider"],
+                                                                 sess_options=options)
+                self.inputs = {i.name for i in found.get_inputs()}
+            return found
+
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Each text's word-piece ids, special tokens in, cut to the window, not padded."""
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
@@ -314,9 +332,12 @@ class _MeanPooledOnnx:
         """One normalised float32 row per text; `running` is set when the model's run begins."""
         return self.run(self.encode(texts), running)
 
-    def run(self, pieces: list[list[int]], running: threading.Event | None = None) -> Any:
-        """`embed` for texts `encode`d already: padded to the longest, as the tokenizer would."""
+    def run(self, pieces: list[list[int]], running: threading.Event | None = None, threads: int | None = None) -> Any:
+        """`embed` for texts `encode`d already: padded to the longest, as the tokenizer would; on
+        the session of `threads` threads (default: `self.threads`)."""
         import numpy as np
+
+        session = self.session(threads)
 
         width = max(len(p) for p in pieces)
         ids = np.full((len(pieces), width), self.pad_id, dtype=np.int64)
@@ -332,11 +353,51 @@ class _MeanPooledOnnx:
             feed["token_type_ids"] = np.zeros_like(ids)
         if running is not None:
             running.set()
-        tokens = self.session.run(None, feed)[0]
+        tokens = session.run(None, feed)[0]
         pooled = np.sum(tokens, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
         pooled /= np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled.astype(tokens.dtype, copy=False)
+
+    def run_many(self, batches: list[list[list[int]]]) -> list[Any]:
+        """`run` for each batch, in order. With more than one thread, `threads` batches run at once,
+        each on a session of one thread, rather than one after the other with each op split over
+        `threads` threads: an op split waits for its slowest part, so a core taken by other work
+        (a backfill's own Python, the optimizer) stalls the whole run. Measured on 2 cores, 1,200
+        texts of the generated corpus: 25.2-26.6 s against 30.2-32.5 s alone, 31-34 s against
+        41.5-42 s beside a process busy 60 % of a core; one session's weights serve both runs
+        (+37 MB peak, against +130 MB for two sessions)."""
+        if self.threads < 2 or len(batches) < 2:
+            return [self.run(b) for b in batches]
+        out: list[Any] = [None] * len(batches)
+        # Largest first, so that the runs end together.
+        order = iter(sorted(range(len(batches)), key=lambda i: -len(batches[i]) * max(map(len, batches[i]))))
+        taking = threading.Lock()
+        failed: list[BaseException] = []
+
+        def work() -> None:
+            while not failed:
+                with taking:
+                    i = next(order, None)
+                if i is None:
+                    return
+                try:
+                    out[i] = self.run(batches[i], threads=1)
+                except BaseException as exc:
+                    failed.append(exc)
+                    raise
+
+        if self._helpers is None:
+            self._helpers = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix="jacked-model-run")
+        helpers = [self._helpers.submit(work) for _ in range(min(self.threads, len(batches)) - 1)]
+        try:
+            work()
+        finally:
+            for h in helpers:
+                h.exception()  # waited for: the caller's error, or the first helper's, is raised
+        if failed:
+            raise failed[0]
+        return out
 
     # The part of fastembed's TextEmbedding that DenseEmbedder uses.
     def passage_embed(self, texts: list[str], batch_size: int = 32) -> Any:
@@ -384,13 +445,13 @@ def _register_default_model() -> None:
 
 
 def _default_threads() -> int:
-    """ONNX intra-op threads: the CPUs this process may use, 1 to 8.
+    """The model's threads: the CPUs this process may use, 1 to 8.
 
-    Measured on 2 cores: idle, 2 threads embed ~1.6x faster than 1. But with another
-    process keeping one core busy, 2 threads run ~1.5x *slower* than 1 (onnxruntime's
-    threads spin-wait on each other; fastembed exposes no option to stop that), so callers
-    that know the machine is shared should pass ``threads``. Beyond ~8, MiniLM's small
-    matrices gain little.
+    A query runs each op on that many threads; documents run that many batches at once, one
+    thread each (the default model, see `_MeanPooledOnnx.run_many`). Fastembed's models split
+    each op: measured on 2 cores, idle, 2 threads embed ~1.6x faster than 1, but with another
+    process keeping one core busy ~1.5x *slower*, so callers that know the machine is shared
+    should pass ``threads``. Beyond ~8, MiniLM's small matrices gain little.
     """
     from jacked.util.cpus import usable_cpus
 
@@ -492,8 +553,8 @@ class DenseEmbedder:
             use into ``cache_dir``).
         cache_dir: Where the model folder is assembled / downloaded; default
             ``JACKED_HOME/models``.
-        threads: ONNX intra-op threads; default: the CPUs this process may use, 1 to 8
-            (pass 1 on a machine where other work keeps cores busy).
+        threads: The model's threads (see `_default_threads`); default: the CPUs this
+            process may use, 1 to 8.
     """
 
     def __init__(
@@ -521,7 +582,7 @@ class DenseEmbedder:
 
     @property
     def threads(self) -> int:
-        """ONNX intra-op threads used by this embedder."""
+        """The model's threads: a query's op threads, or documents' batches run at once."""
         return self._threads
 
     @property
@@ -598,6 +659,8 @@ class DenseEmbedder:
     def _load_quietly(self) -> None:
         try:
             self.load()
+            if isinstance(self._model, _MeanPooledOnnx):
+                self._model.session()  # a query's, made here rather than at the first query
         except Exception:  # noqa: BLE001 - the first embedding loads again and raises it where it is seen
             pass
 
@@ -654,8 +717,10 @@ class DenseEmbedder:
             # piece: a cold backfill of 1,000 generated sessions took ~20 % longer.
             pieces = self._model.encode(list(texts))
             sizes = [len(p) for p in pieces]
-            for batch in _size_batches(sorted(range(len(texts)), key=sizes.__getitem__), sizes, batch_size):
-                for i, vec in zip(batch, self._model.run([pieces[i] for i in batch])):
+            batches = _split_for(self._model.threads,
+                                 list(_size_batches(sorted(range(len(texts)), key=sizes.__getitem__), sizes, batch_size)))
+            for batch, vecs in zip(batches, self._model.run_many([[pieces[i] for i in b] for b in batches])):
+                for i, vec in zip(batch, vecs):
                     out[i] = vec.tolist()
             return out  # type: ignore[return-value]  # every slot is filled above
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -679,6 +744,18 @@ class DenseEmbedder:
         finally:
             if running is not None:
                 running.set()
+
+
+def _split_for(runs: int, batches: list[list[int]]) -> list[list[int]]:
+    """`batches`, the largest cut in two until there are `runs` of them (as many as run at once),
+    or none has two texts left."""
+    while len(batches) < runs:
+        largest = max(range(len(batches)), key=lambda i: len(batches[i]), default=None)
+        if largest is None or len(batches[largest]) < 2:
+            break
+        b = batches.pop(largest)
+        batches[largest:largest] = [b[:len(b) // 2], b[len(b) // 2:]]
+    return batches
 
 
 def _size_batches(order: list[int], sizes: Sequence[int], batch_size: int) -> Iterable[list[int]]:
