@@ -179,9 +179,11 @@ def test_documents_run_as_many_batches_at_once_as_threads_each_on_one_thread(den
         del model.run
     assert not met.broken and len(threads_seen) == 2
     assert list(model._sessions) == [1]  # no two-thread session made for documents
+    # Not ready for a query until its session is made (a search waits for the model's run only then).
+    assert not two.is_loaded
     # The same vectors, bit for bit, as one text at a time on the query's session of two threads.
     assert vectors == [two.embed_query(t) for t in texts] == dense_embedder.embed_documents(texts)
-    assert sorted(model._sessions) == [1, 2]
+    assert sorted(model._sessions) == [1, 2] and two.is_loaded
     # Fewer batches than threads: the largest is cut in two; a single text stays whole.
     assert embed._split_for(2, [[0, 1, 2, 3]]) == [[0, 1], [2, 3]]
     assert embed._split_for(2, [[7]]) == [[7]]

@@ -303,6 +303,10 @@ class _MeanPooledOnnx:
         self.pad_left = padding.get("direction", "right") == "left"
         self.tokenizer = tok
 
+    def has_session(self, threads: int | None = None) -> bool:
+        """Whether the session of `threads` threads (default: `self.threads`) is made."""
+        return (threads or self.threads) in self._sessions
+
     def session(self, threads: int | None = None) -> Any:
         """The ONNX Runtime session running each op on `threads` threads (default: `self.threads`)."""
         n = threads or self.threads
@@ -587,8 +591,9 @@ class DenseEmbedder:
 
     @property
     def is_loaded(self) -> bool:
-        """Whether the ONNX model is loaded (embedding calls load it)."""
-        return self._model is not None
+        """Whether the model is loaded, ready to embed a query (embedding calls load it)."""
+        model = self._model
+        return model is not None and (not isinstance(model, _MeanPooledOnnx) or model.has_session())
 
     @property
     def provider(self) -> EmbeddingProvider:
