@@ -178,11 +178,13 @@ def test_documents_run_as_many_batches_at_once_as_threads_each_on_one_thread(den
     finally:
         del model.run
     assert not met.broken and len(threads_seen) == 2
-    assert list(model._sessions) == [1]  # no two-thread session made for documents
+    lone = two.embed_documents(["a lone text"])
+    assert list(model._sessions) == [1]  # no two-thread session made for documents, even one text
     # Not ready for a query until its session is made (a search waits for the model's run only then).
     assert not two.is_loaded
     # The same vectors, bit for bit, as one text at a time on the query's session of two threads.
     assert vectors == [two.embed_query(t) for t in texts] == dense_embedder.embed_documents(texts)
+    assert lone == [two.embed_query("a lone text")]
     assert sorted(model._sessions) == [1, 2] and two.is_loaded
     # Fewer batches than threads: the largest is cut in two; a single text stays whole.
     assert embed._split_for(2, [[0, 1, 2, 3]]) == [[0, 1], [2, 3]]

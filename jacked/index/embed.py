@@ -372,7 +372,8 @@ class _MeanPooledOnnx:
         41.5-42 s beside a process busy 60 % of a core; one session's weights serve both runs
         (+37 MB peak, against +130 MB for two sessions)."""
         if self.threads < 2 or len(batches) < 2:
-            return [self.run(b) for b in batches]
+            # One thread's session even for a lone text: a second session would cost its weights.
+            return [self.run(b, threads=1) for b in batches]
         out: list[Any] = [None] * len(batches)
         # Largest first, so that the runs end together.
         order = iter(sorted(range(len(batches)), key=lambda i: -len(batches[i]) * max(map(len, batches[i]))))
@@ -391,8 +392,11 @@ class _MeanPooledOnnx:
                     failed.append(exc)
                     raise
 
-        if self._helpers is None:
-            self._helpers = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix="jacked-model-run")
+        with self._sessions_lock:
+            if self._helpers is None:
+                self._helpers = ThreadPoolExecutor(max_workers=self.threads - 1, thread_name_prefix="jacked-model-run")
+        # Two callers at once share the helpers: the second one's wait in the queue while its own
+        # thread does its batches.
         helpers = [self._helpers.submit(work) for _ in range(min(self.threads, len(batches)) - 1)]
         try:
             work()
