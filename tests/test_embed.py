@@ -214,6 +214,19 @@ def test_a_batch_that_fails_on_a_helper_thread_fails_the_call(tmp_path: Path) ->
     assert len(two.embed_documents(texts)) == len(texts)  # the next call runs as before
 
 
+def test_a_broken_model_file_is_a_clear_error_when_its_session_is_made(tmp_path: Path) -> None:
+    import jacked.index.embed as embed
+
+    emb = DenseEmbedder(cache_dir=tmp_path, threads=2)
+    emb.load()  # the tokenizer, and the optimized graph written beside the model; no session yet
+    model = emb._model
+    assert isinstance(model, embed._MeanPooledOnnx) and not model._sessions
+    Path(model._graph).write_bytes(b"not an onnx graph")
+    for call in (lambda: emb.embed_documents(["a text", "another text"]), lambda: emb.embed_query("a query")):
+        with pytest.raises(EmbedError, match="cannot load the embedding model .* run again"):
+            call()
+
+
 def test_count_tokens_and_window(dense_embedder: DenseEmbedder) -> None:
     assert dense_embedder.count_tokens("hello world") == 2  # no [CLS]/[SEP]
     assert dense_embedder.count_tokens("") == 0

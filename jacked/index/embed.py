@@ -323,8 +323,12 @@ class _MeanPooledOnnx:
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if self._optimized
                                                     else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-                found = self._sessions[n] = ort.InferenceSession(self._graph, providers=["CPUExecutionProvider"],
-                                                                 sess_options=options)
+                try:
+                    found = ort.InferenceSession(self._graph, providers=["CPUExecutionProvider"], sess_options=options)
+                except Exception as exc:  # onnxruntime raises its own types
+                    raise EmbedError(f"cannot load the embedding model {self._graph}: {exc} (delete "
+                                     f"{Path(self._graph).parent} and run again to have it made anew)") from exc
+                self._sessions[n] = found
                 self.inputs = {i.name for i in found.get_inputs()}
             return found
 
