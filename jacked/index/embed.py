@@ -411,9 +411,11 @@ class _MeanPooledOnnx:
             raise failed[0]
         return out
 
-    # The part of fastembed's TextEmbedding that DenseEmbedder uses.
+    # fastembed's TextEmbedding's interface (DenseEmbedder embeds documents with `run_many` itself).
     def passage_embed(self, texts: list[str], batch_size: int = 32) -> Any:
-        return iter(self.embed(list(texts)))
+        pieces = self.encode(list(texts))  # documents: on the one-thread session, as `embed_documents`
+        return (row for rows in self.run_many([pieces[i:i + batch_size] for i in range(0, len(pieces), batch_size)])
+                for row in rows)
 
     def query_embed(self, texts: list[str], running: threading.Event | None = None) -> Any:
         return iter(self.embed(list(texts), running))
@@ -639,7 +641,8 @@ class DenseEmbedder:
     # -- loading -----------------------------------------------------------
 
     def load(self) -> None:
-        """Load the ONNX model now (otherwise the first embedding call does)."""
+        """Load the model now (otherwise the first embedding call does): its tokenizer and graph; the
+        ONNX Runtime sessions are made on first use (a query's, a documents' one)."""
         with self._lock:
             if self._model is not None:
                 return
