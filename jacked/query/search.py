@@ -222,12 +222,13 @@ class Searcher:
         sparse_vec = self.sparse.embed_query(words)
         _, lexical_hits = self.store.search_each(None, sparse_vec, flt, limit=CANDIDATES, fields=[])
         keys = self._point_keys(list(dict.fromkeys(h.id for h in lexical_hits)))
+        self._shown = {}  # point id → what a shown match needs (read once per query)
+        # Verbatim matches are among the best lexical hits: found while the model still embeds.
+        exact = self._exact_at(lexical_hits[:EXACT_CHECKED], _phrase_patterns(phrases)) if phrases else {}
         dense_hits, _ = self.store.search_each(dense_vec.result(), None, flt, limit=CANDIDATES, fields=[])
         keys.update(self._point_keys([i for i in dict.fromkeys(h.id for h in dense_hits) if i not in keys]))
-        self._shown = {}  # point id → what a shown match needs (read once per query)
         sessions = self._sessions(dense_hits, lexical_hits, keys)
-        if phrases:
-            self._mark_exact(lexical_hits[:EXACT_CHECKED], keys, sessions, _phrase_patterns(phrases))
+        _mark_exact(exact, keys, sessions)
         results = self._rank(sessions, opts, now)
         confidence = self._confidence(results, sparse_vec)
         return {"query": q, "confidence": confidence, "results": results}
@@ -250,31 +251,31 @@ class Searcher:
                 sid = meta.get("session_id") if meta else None
                 if not sid:
                     continue
-                s = sessions.setdefault(sid, _Session(meta))
+                s = sessions.get(sid)
+                if s is None:
+                    s = sessions[sid] = _Session(meta)
                 key = meta.get("content_hash") or h.id
-                if key.startswith(PENDING):  # recorded as waiting for its dense vector
-                    s.waiting = True
                 point = s.points.get(key)
                 if point is None:
+                    if key.startswith(PENDING):  # recorded as waiting for its dense vector
+                        s.waiting = True
                     point = s.points[key] = {"id": h.id, "dense": 0.0, "lexical": 0.0}
                 elif point[leg]:
                     continue  # the same text twice in a session counts once
                 point[leg] = h.score
-                getattr(s, leg).append(h.score)
+                (s.dense if leg == "dense" else s.lexical).append(h.score)
         return sessions
 
-    def _mark_exact(self, hits: list[Any], keys: dict[str, dict[str, Any]], sessions: dict[str, _Session],
-                    patterns: list[tuple[str, re.Pattern[str]]]) -> None:
-        """A verbatim match holds every word of the phrase, so it is among the best lexical hits."""
+    def _exact_at(self, hits: list[Any], patterns: list[tuple[str, re.Pattern[str]]]) -> dict[str, int]:
+        """point id → where the phrase starts in its text, for the `hits` holding it verbatim
+        (their payloads kept: a match found so is shown too)."""
+        found: dict[str, int] = {}
         for h in self.store.retrieve([h.id for h in hits], SHOW_FIELDS):
             self._shown[h.id] = h.payload  # read once: the match may be shown too
-            meta = keys.get(h.id) or {}
-            s = sessions.get(meta.get("session_id"))
-            at = _found_at(h.payload.get("text") or "", patterns) if s is not None else None
+            at = _found_at(h.payload.get("text") or "", patterns)
             if at is not None:
-                s.exact = True
-                point = s.points[meta.get("content_hash") or h.id]
-                point["exact"], point["at"] = True, at
+                found[h.id] = at
+        return found
 
     def _rank(self, sessions: dict[str, _Session], opts: SearchOptions, now: datetime) -> list[dict[str, Any]]:
         w = self.settings
@@ -361,15 +362,20 @@ class Searcher:
         cosine. Each result gets its own; the answer's is its first result's.
         """
         terms = set(query_vec.indices) if query_vec is not None else set()
+        terms_of: dict[str, set[int]] = {}  # text → the query's terms it holds (forks show the same texts)
         for r in results:
             texts = r.pop("_texts")
             best_dense = r.pop("_best_dense")
             coverage = 0.0
             if terms:
                 held: set[int] = set()
-                for v in self.sparse.embed_documents(texts):
-                    held.update(v.indices)
-                coverage = len(terms & held) / len(terms)
+                for text in texts:
+                    if text not in terms_of:
+                        terms_of[text] = terms.intersection(self.sparse.embed_documents([text])[0].indices)
+                    held |= terms_of[text]
+                    if len(held) == len(terms):
+                        break  # every term found: the rest cannot add any
+                coverage = len(held) / len(terms)
             r["confidence"] = _grade(r["exact"], coverage, best_dense)
         return results[0]["confidence"] if results else "none"
 
@@ -392,6 +398,17 @@ class Searcher:
 # Cosines of all-MiniLM-L6-v2 between a query and a text on its topic sit above ~0.5; an
 # unrelated text scores ~0.1–0.3. Calibrated on the dev sets (scripts/search_eval.py).
 HIGH_COSINE, LOW_COSINE = 0.55, 0.35
+
+
+def _mark_exact(exact: dict[str, int], keys: dict[str, dict[str, Any]], sessions: dict[str, _Session]) -> None:
+    """Mark the sessions and points of the verbatim matches `exact` (point id → where it starts)."""
+    for point_id, at in exact.items():
+        meta = keys.get(point_id) or {}
+        s = sessions.get(meta.get("session_id"))  # type: ignore[arg-type]
+        if s is not None:
+            s.exact = True
+            point = s.points[meta.get("content_hash") or point_id]
+            point["exact"], point["at"] = True, at
 
 
 def _grade(exact: bool, coverage: float, best_cosine: float) -> str:
