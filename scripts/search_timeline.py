@@ -76,9 +76,14 @@ def main() -> int:
     indexer = Indexer(settings)
     store = indexer.open_store(must_exist=True)
     searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
-    opts = lambda: SearchOptions(limit=10, now=NOW)  # noqa: E731
+
+    def opts() -> SearchOptions:
+        return SearchOptions(limit=10, now=NOW)
+
     searcher.search("warm up the model", opts())
     model = indexer.dense._model  # the default model's runner (`_MeanPooledOnnx`)
+    if not hasattr(model, "_sessions"):
+        raise SystemExit(f"search_timeline.py times the default model's runs only, not {indexer.dense.model_name}")
     marks: dict[str, float] = {}
     model._sessions[model.threads] = _TimedSession(model.session(), marks)
     result = Future.result

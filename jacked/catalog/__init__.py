@@ -187,7 +187,7 @@ def rows_in(db: sqlite3.Connection, sql: str, values: Sequence[Any], size: int =
     hot reads: a search reads ~400 rows so)."""
     for i in range(0, len(values), size):
         part = list(values[i:i + size])
-        cur = db.cursor() if tuples else db
+        cur = db.cursor()
         if tuples:
             cur.row_factory = None
         yield from cur.execute(sql.replace("(?*)", "(" + ",".join("?" * len(part)) + ")"), [*part, *after])

@@ -263,7 +263,7 @@ class Searcher:
                 elif point[leg]:
                     continue  # the same text twice in a session counts once
                 point[leg] = h.score
-                (s.dense if leg == "dense" else s.lexical).append(h.score)
+                getattr(s, leg).append(h.score)
         return sessions
 
     def _exact_at(self, hits: list[Any], patterns: list[tuple[str, re.Pattern[str]]]) -> dict[str, int]:
