@@ -67,6 +67,7 @@ FILE_KEYS: tuple[str, ...] = (
     "backend", "qdrant_url", "qdrant_api_key", "embedding_model", "user_name", "teammate_weight",
     "other_repo_weight", "time_decay_halflife_weeks", "token_safety_margin", "default_max_tokens",
     "lock_timeout_s", "jacked_home", "disabled_sources", "archive", "hook_sync", "anthropic_api_key", "exclude",
+    "daemon_idle_minutes",
 )
 SECRET_KEYS = frozenset({"qdrant_api_key", "anthropic_api_key"})
 # Names used by the seed's jacked.json; read as the new key when it is absent.
@@ -83,6 +84,7 @@ ENV_VARS["anthropic_api_key"] = ("JACKED_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"
 # Read from the environment each run, never copied into the file: a per-run switch, or another
 # program's secret (ANTHROPIC_API_KEY) that does not belong in jacked's file.
 NOT_MIGRATED = frozenset({"jacked_home", "user_name", "archive", "hook_sync", "anthropic_api_key", "disabled_sources",
+                          "daemon_idle_minutes",
                           "exclude"})
 
 # What each key accepts, for error messages.
@@ -98,6 +100,7 @@ ALLOWED: dict[str, str] = {
     "token_safety_margin": "a number from 0 to 1 (0.1 = count 10% more tokens)",
     "default_max_tokens": "a whole number of tokens, at least 100",
     "lock_timeout_s": "a number of seconds, 0 or more",
+    "daemon_idle_minutes": "a number of minutes greater than 0",
     "jacked_home": "a directory path",
     "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode",
     "archive": "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)",
@@ -374,6 +377,8 @@ class Settings(BaseSettings):
     anthropic_api_key: NonEmptyStr | None = Field(None, repr=False)
     # Sessions never kept (jacked.ingest.privacy): forgotten as they are scanned.
     exclude: NameList = []
+    # The daemon (jacked.surfaces.daemon) exits after this long without a request.
+    daemon_idle_minutes: Finite = Field(30.0, gt=0)
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

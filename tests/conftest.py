@@ -6,6 +6,16 @@ from pathlib import Path
 
 import pytest
 
+# The suite answers in-process (JACKED_DAEMON=off) unless run with JACKED_TEST_DAEMON=on: then every
+# CLI command a test runs asks a daemon of its own JACKED_HOME, as a user's would. Tests of the
+# daemon itself turn it on for their own homes.
+DAEMON_MODE = os.environ.get("JACKED_TEST_DAEMON", "off").strip().lower() == "on"
+if not DAEMON_MODE:
+    os.environ["JACKED_DAEMON"] = "off"
+else:
+    os.environ.pop("JACKED_DAEMON", None)
+    os.environ.setdefault("JACKED_DAEMON_IDLE_MINUTES", "0.5")  # no daemon outlives its test for long
+
 # --- embeddings and stores (jacked.index.embed, jacked.index.store) ---------------------------------
 
 
@@ -45,7 +55,7 @@ def claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         for name in names:
             monkeypatch.delenv(name, raising=False)
     for name in list(os.environ):
-        if name.startswith("JACKED_"):
+        if name.startswith("JACKED_") and name not in ("JACKED_DAEMON", "JACKED_DAEMON_IDLE_MINUTES"):
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "home"
     home.mkdir()

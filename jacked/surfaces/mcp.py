@@ -14,6 +14,8 @@ Everything served comes from the catalog and index, where it was stored redacted
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import functools
 import inspect
 from collections.abc import Callable
@@ -144,9 +146,12 @@ def _fit_json(items: list[Any], max_tokens: int, frame: int, whole: Callable[[li
 class JackedService:
     """The MCP tools over `Jacked`: arguments in, bounded JSON text out (tests call them directly)."""
 
-    def __init__(self, settings: Settings, scan: bool = True, hold_index: bool = False) -> None:
+    def __init__(self, settings: Settings, scan: bool = True, hold_index: bool = False,
+                 jacked: Jacked | None = None) -> None:
+        """`jacked`: the service to answer with (the daemon's); a new one when None."""
         self.settings = settings
-        self.jacked = Jacked(settings, scan=scan, rescan_seconds=RESCAN_SECONDS, hold_index=hold_index)
+        self.jacked = jacked if jacked is not None else Jacked(settings, scan=scan, rescan_seconds=RESCAN_SECONDS,
+                                                               hold_index=hold_index)
 
     @property
     def catalog(self) -> Catalog:
@@ -245,14 +250,30 @@ class JackedService:
                       "omitted": brief.omitted, "brief": brief.text})
 
 
-def build_server(settings: Settings, scan: bool = True, hold_index: bool = False) -> Any:
-    """The MCP server with jacked's tools registered (`hold_index`: see `Jacked`)."""
+def build_server(settings: Settings, scan: bool = True, hold_index: bool = False,
+                 jacked_factory: Callable[[], Jacked] | None = None,
+                 executor: Callable[[Callable[[], Any]], concurrent.futures.Future[Any]] | None = None) -> Any:
+    """The MCP server with jacked's tools registered (`hold_index`: see `Jacked`). In the daemon,
+    `jacked_factory` gives its one service and `executor` runs each tool on the service's thread
+    (the catalog connection belongs to that thread, and the event loop must not block)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    svc = JackedService(settings, scan=scan, hold_index=hold_index)
+    from jacked import __version__
+
+    svc: JackedService | None = None
+
+    def service() -> JackedService:
+        nonlocal svc
+        if svc is None:
+            svc = JackedService(settings, scan=scan, hold_index=hold_index,
+                                jacked=jacked_factory() if jacked_factory is not None else None)
+        return svc
+
+    if executor is None:
+        service()
     server = MCPServer(
-        "jacked",
+        "jacked", version=__version__,
         instructions=("Long-term memory of past Claude Code sessions: search them, read their turns, "
                       "timelines, file histories and tool statistics, retrieve context, restore a brief. "
                       "Lists are paged: pass next_offset back as offset."),
@@ -263,7 +284,9 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
         @functools.wraps(fn)
         async def wrapper(*args: Any, **kwargs: Any) -> str:
             try:
-                return await fn(*args, **kwargs)
+                if executor is None:
+                    return await fn(*args, **kwargs)
+                return await asyncio.wrap_future(executor(lambda: asyncio.run(fn(*args, **kwargs))))
             except USER_ERRORS as e:  # StoreBusy, ModelMismatch, TokenizerUnavailable, SessionNotFound, …
                 raise ToolError(first_line(e)) from e
 
@@ -272,7 +295,7 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
     # Tools are async so they run on the server's one thread: the catalog's SQLite
     # connection belongs to the thread that opened it.
     async def search(query: str, scope: str = "all", limit: int = 5, **filters: str | None) -> str:
-        return svc.search(query, scope, limit=limit, **filters)
+        return service().search(query, scope, limit=limit, **filters)
 
     # One argument per entry of the search-filter table: the tool's schema is read from this signature.
     search.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
@@ -283,33 +306,33 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
            for f in search_filters.FILTERS], return_annotation=str)
 
     async def retrieve(session_ids: list[str], mode: str = "smart", max_tokens: int = 8000) -> str:
-        return svc.retrieve(session_ids, mode, max_tokens)
+        return service().retrieve(session_ids, mode, max_tokens)
 
     async def list_sessions(repo: str | None = None, offset: int = 0, limit: int = 20) -> str:
-        return svc.list_sessions(repo, offset, limit)
+        return service().list_sessions(repo, offset, limit)
 
     async def get_session(session_id: str) -> str:
-        return svc.get_session(session_id)
+        return service().get_session(session_id)
 
     async def list_turns(session_id: str, offset: int = 0, limit: int = 20) -> str:
-        return svc.list_turns(session_id, offset, limit)
+        return service().list_turns(session_id, offset, limit)
 
     async def get_turn(session_id: str, turn_index: int, offset: int = 0, limit: int = 50) -> str:
-        return svc.get_turn(session_id, turn_index, offset, limit)
+        return service().get_turn(session_id, turn_index, offset, limit)
 
     async def timeline(session_id: str | None = None, types: list[str] | None = None, repo: str | None = None,
                        file: str | None = None, offset: int = 0, limit: int = 50) -> str:
-        return svc.timeline(session_id, types, repo, file, offset, limit)
+        return service().timeline(session_id, types, repo, file, offset, limit)
 
     async def file_history(path: str, repo: str | None = None, offset: int = 0, limit: int = 20) -> str:
-        return svc.file_history(path, repo, offset, limit)
+        return service().file_history(path, repo, offset, limit)
 
     async def stats(repo: str | None = None, since: str | None = None, session_id: str | None = None,
                     tool: str | None = None, top: int = 10) -> str:
-        return svc.stats(repo, since, session_id, tool, top)
+        return service().stats(repo, since, session_id, tool, top)
 
     async def restore(session_id: str, max_tokens: int = 4000) -> str:
-        return svc.restore(session_id, max_tokens)
+        return service().restore(session_id, max_tokens)
 
     tool(search, "Hybrid semantic + keyword search over past sessions. scope: sessions | turns | messages | all. "
                  "Returns sessions with their best matching texts (and turn_index), and a confidence "

@@ -62,11 +62,33 @@ def warn(message: str) -> None:
 
 
 def service(scan: bool = True) -> Jacked:
-    """The `Jacked` service for this command (warnings on stderr); `scan=False` answers from the
-    catalog as it is."""
+    """The service for this command (warnings on stderr); `scan=False` answers from the catalog as
+    it is. The daemon's (`jacked.surfaces.daemon`), started when none runs; with JACKED_DAEMON=off,
+    or when no daemon can be had (said in one line), a `Jacked` in this process."""
+    s = settings()
+    remote = daemon_service(s, scan)
+    if remote is not None:
+        return remote  # type: ignore[return-value]  # answers as a Jacked does (RemoteService)
     from jacked.service import Jacked
 
-    return Jacked(settings(), scan=scan, warn=warn)
+    return Jacked(s, scan=scan, warn=warn)
+
+
+def daemon_service(s: Settings, scan: bool = True) -> object | None:
+    """The daemon's service for settings `s`, or None to answer in this process: JACKED_DAEMON=off,
+    or no daemon could be reached or started (a one-line warning says why)."""
+    from jacked.surfaces.daemon.protocol import daemon_enabled
+
+    if not daemon_enabled():
+        return None
+    from jacked.surfaces.daemon.client import DaemonUnavailable, RemoteService, connect
+
+    try:
+        client = connect(s, STATE.claude_dir)
+    except DaemonUnavailable as e:
+        warn(f"jacked: {e}; answering in this process (JACKED_DAEMON=off says so quietly)")
+        return None
+    return RemoteService(client, s, scan=scan, warn=warn)
 
 
 def require_projects(s: Settings) -> None:

@@ -32,6 +32,7 @@ from jacked.surfaces.cli import stats as stats_cli
 from jacked.surfaces.cli import summarize as summarize_cli
 from jacked.surfaces.cli import timeline as timeline_cli
 from jacked.surfaces.cli import ui as ui_cli
+from jacked.surfaces.cli import daemon_cmd as daemon_cli
 from jacked.errors import JackedError
 from jacked.surfaces.cli.common import STATE, CliError
 
@@ -77,6 +78,7 @@ install_cli.register(app)
 archive_cli.register(app)
 forget_cli.register(app)
 ui_cli.register(app)
+daemon_cli.register(app)
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:

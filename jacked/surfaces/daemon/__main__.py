@@ -1,0 +1,24 @@
+"""`python -m jacked.surfaces.daemon run [--spawned] [--claude-dir DIR]`: how a client starts the
+daemon, detached (`--spawned`: exit quietly when another daemon holds the home already)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jacked.surfaces.daemon")
+    parser.add_argument("command", choices=["run"])
+    parser.add_argument("--spawned", action="store_true")
+    parser.add_argument("--claude-dir", default=None)
+    args = parser.parse_args(argv)
+    os.umask(0o077)  # everything the daemon writes holds what the transcripts hold
+    from jacked.config import load_settings
+    from jacked.surfaces.daemon.server import serve
+
+    return serve(load_settings(args.claude_dir), args.claude_dir, spawned=args.spawned)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

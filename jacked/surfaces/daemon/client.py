@@ -1,0 +1,334 @@
+"""A light client of the jacked daemon: HTTP over the daemon's Unix socket, standard library only.
+
+`connect(settings)` finds the daemon of the settings' JACKED_HOME, starting it when none runs
+(racing clients start one between them), and gives a `RemoteService`: the methods of
+`jacked.service.Jacked`, answered by the daemon. Nothing here imports the model, the store or a
+transcript reader.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from jacked.errors import JackedError
+from jacked.surfaces.daemon.protocol import (
+    PROTOCOL_VERSION, DaemonPaths, build_id, decode, encode, settings_fingerprint, short_address, too_long,
+)
+
+#: How long a client waits for a daemon it started to answer (it imports the web stack first).
+START_TIMEOUT_S = 30.0
+#: How long a call may wait for a daemon's answer before the connection is given up.
+CALL_TIMEOUT_S = 24 * 3600.0
+#: How long `stop` waits for the daemon to let go of its lock.
+STOP_TIMEOUT_S = 60.0
+
+Warn = Callable[[str], None]
+
+
+class DaemonUnavailable(Exception):
+    """No daemon could be reached or started: the caller answers in its own process instead."""
+
+
+class RemoteError(JackedError):
+    """A problem the user can fix, raised in the daemon: its one-line message."""
+
+
+class DaemonCrashed(JackedError):
+    """The daemon failed on a request in a way that is jacked's bug, not the user's."""
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, paths: DaemonPaths, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._paths = paths
+
+    def connect(self) -> None:
+        self.sock = open_socket(self._paths, self.timeout)
+
+
+def open_socket(paths: DaemonPaths, timeout: float | None) -> socket.socket:
+    """A stream socket connected to the daemon of `paths` (OSError when none listens)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        if too_long(paths.socket):
+            folder = os.open(paths.dir, os.O_RDONLY)
+            try:
+                sock.connect(short_address(folder, paths.socket.name))
+            finally:
+                os.close(folder)
+        else:
+            sock.connect(str(paths.socket))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class DaemonClient:
+    """Requests to the daemon of one JACKED_HOME."""
+
+    def __init__(self, paths: DaemonPaths) -> None:
+        self.paths = paths
+
+    def _request(self, method: str, url: str, body: Any = None, timeout: float = CALL_TIMEOUT_S
+                 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        conn = _UnixConnection(self.paths, timeout)
+        payload = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json", "X-Jacked-Protocol": str(PROTOCOL_VERSION)}
+        try:
+            conn.request(method, url, body=payload, headers=headers)
+            return conn, conn.getresponse()
+        except BaseException:
+            conn.close()
+            raise
+
+    def status(self, timeout: float = 5.0) -> dict[str, Any] | None:
+        """The daemon's status, or None when no daemon answers."""
+        try:
+            conn, resp = self._request("GET", "/daemon/status", timeout=timeout)
+        except OSError:
+            return None
+        try:
+            if resp.status != 200:
+                return None
+            data: dict[str, Any] = json.loads(resp.read())
+            return data
+        except (OSError, ValueError, http.client.HTTPException):
+            return None
+        finally:
+            conn.close()
+
+    def stop(self, wait: bool = True) -> bool:
+        """Ask the daemon to stop (it finishes the request it is on); whether one was running."""
+        status = self.status()
+        if status is None:
+            return False
+        try:
+            conn, resp = self._request("POST", "/daemon/stop", timeout=5.0)
+            resp.read()
+            conn.close()
+        except OSError:
+            pass
+        if wait:
+            wait_for_exit(self.paths, int(status.get("pid") or 0), STOP_TIMEOUT_S)
+        return True
+
+    def enqueue_index(self, target: str) -> None:
+        """Hand a session to index to the daemon: written to its queue (on disk) before this returns."""
+        conn, resp = self._request("POST", "/queue/index", {"target": target}, timeout=10.0)
+        try:
+            body = resp.read()
+            if resp.status != 202:
+                raise DaemonUnavailable(f"the daemon refused the hook's request: {body[:200]!r}")
+        finally:
+            conn.close()
+
+    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], options: dict[str, Any],
+             warn: Warn | None, progress: Callable[[str, int, int], None] | None, stream: bool) -> Any:
+        """Run `Jacked.<method>(*args, **kwargs)` in the daemon. Its warnings go to `warn` and its
+        progress to `progress` as they come; a `stream` method's items are yielded as they arrive."""
+        body = {"args": encode(list(args)), "kwargs": encode(kwargs), "options": options}
+        try:
+            conn, resp = self._request("POST", f"/rpc/{method}", body)
+        except OSError as e:
+            raise DaemonUnavailable(f"cannot reach the daemon at {self.paths.socket}: {e}") from e
+        lines = _lines(conn, resp)
+        if resp.status != 200:
+            conn.close()
+            raise DaemonCrashed(f"the daemon answered {resp.status} to {method}")
+
+        def next_answer() -> dict[str, Any]:
+            for msg in lines:
+                if "warn" in msg:
+                    if warn is not None:
+                        warn(msg["warn"])
+                elif "progress" in msg:
+                    if progress is not None:
+                        progress(*msg["progress"])
+                else:
+                    if "error" in msg:
+                        conn.close()
+                        raise _error(msg["error"], self.paths)
+                    return msg
+            conn.close()
+            raise DaemonCrashed(f"the daemon ended during {method} (see {self.paths.log})")
+
+        first = next_answer()
+        if not stream:
+            conn.close()
+            return decode(first["result"])
+
+        def items(msg: dict[str, Any]) -> Iterator[Any]:
+            try:
+                while "item" in msg:
+                    yield decode(msg["item"])
+                    msg = next_answer()
+            finally:
+                conn.close()
+
+        return items(first)
+
+
+def _lines(conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
+    """The JSON messages of a streamed answer, one per line, as they arrive."""
+    try:
+        for raw in resp:
+            if raw.strip():
+                yield json.loads(raw)
+    except (OSError, http.client.HTTPException, ValueError):
+        return
+
+
+def _error(err: dict[str, Any], paths: DaemonPaths) -> Exception:
+    """The exception a daemon's error message stands for, raised as the in-process call would."""
+    kind, message = err.get("kind"), err.get("message") or "error"
+    if kind == "user":
+        return RemoteError(message)
+    if kind == "value":
+        return ValueError(message)
+    if kind == "lookup":
+        return LookupError(message)
+    if kind == "os":
+        return OSError(message)
+    return DaemonCrashed(f"internal error in the daemon: {message} (details in {paths.log})")
+
+
+class RemoteService:
+    """The `Jacked` service answered by the daemon: the same methods and the same answers."""
+
+    #: Methods whose answer is an iterator: its items arrive one at a time.
+    STREAMS = frozenset({"export_iter", "timeline"})
+
+    def __init__(self, client: DaemonClient, settings: Any, scan: bool = True, warn: Warn | None = None) -> None:
+        self.client = client
+        self.settings = settings
+        self.scan_enabled = scan
+        self.warn = warn
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        progress = kwargs.pop("progress", None)
+        options = {"scan": self.scan_enabled, "progress": progress is not None}
+        return self.client.call(method, args, kwargs, options, self.warn, progress, method in self.STREAMS)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._call(name, *args, **kwargs)
+
+    def close(self) -> None:
+        """Nothing to close: the daemon keeps the catalog and the index."""
+
+
+def wait_for_exit(paths: DaemonPaths, pid: int, timeout: float) -> bool:
+    """Wait until the daemon `pid` has let go of its lock (or is gone); whether it did in time."""
+    import fcntl
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pid and not _alive(pid):
+            return True
+        try:
+            fd = os.open(paths.lock, os.O_RDWR)
+        except FileNotFoundError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        finally:
+            os.close(fd)
+        time.sleep(0.05)
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def connect(settings: Any, claude_dir: Any = None, start: bool = True) -> DaemonClient:
+    """The client of the daemon serving `settings`, started first when none runs (`start`).
+
+    A daemon of an older build (jacked was upgraded) is stopped and a new one started. One started
+    with other settings answers only when it is idle (it is restarted with these); otherwise
+    `DaemonUnavailable`, and the caller answers in its own process.
+    """
+    paths = DaemonPaths(settings.home)
+    client = DaemonClient(paths)
+    status = client.status()
+    if status is not None and _matches(status, settings):
+        return client
+    if not start:
+        raise DaemonUnavailable("no jacked daemon runs")
+    if status is not None:
+        if status.get("build") == build_id() and not _idle(status):
+            raise DaemonUnavailable("the running daemon has other settings and is busy")
+        client.stop()
+    _start(paths, settings, claude_dir)
+    return client
+
+
+def _matches(status: dict[str, Any], settings: Any) -> bool:
+    return status.get("build") == build_id() and status.get("settings") == settings_fingerprint(settings)
+
+
+def _idle(status: dict[str, Any]) -> bool:
+    return not status.get("job") and not status.get("queued_writes")
+
+
+def _start(paths: DaemonPaths, settings: Any, claude_dir: Any) -> None:
+    """Start a daemon for `paths` detached from this process (its own session, output to its log)
+    and wait until it answers; racing clients start one between them."""
+    import subprocess
+
+    from jacked.util.flock import FileLock, LockTimeout
+
+    try:
+        paths.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        paths.log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise DaemonUnavailable(f"cannot make {paths.dir}: {e.strerror or e}") from e
+    client = DaemonClient(paths)
+    try:
+        with FileLock(paths.start_lock, timeout=START_TIMEOUT_S):
+            status = client.status()
+            if status is not None and _matches(status, settings):
+                return  # another client started it meanwhile
+            cmd = [sys.executable, "-m", "jacked.surfaces.daemon", "run", "--spawned"]
+            if claude_dir is not None:
+                cmd += ["--claude-dir", str(claude_dir)]
+            with open(paths.log, "ab") as log:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                        start_new_session=True, close_fds=True)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while time.monotonic() < deadline:
+                status = client.status(timeout=2.0)
+                if status is not None and _matches(status, settings):
+                    return
+                if proc.poll() is not None:
+                    raise DaemonUnavailable(f"the daemon did not start ({_last_line(paths)})")
+                time.sleep(0.02)
+            raise DaemonUnavailable(f"the daemon did not answer within {START_TIMEOUT_S:.0f} s (see {paths.log})")
+    except LockTimeout:
+        raise DaemonUnavailable("another client is still starting the daemon") from None
+
+
+def _last_line(paths: DaemonPaths) -> str:
+    try:
+        lines = paths.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return f"see {paths.log}"
+    return lines[-1][:300] if lines else f"see {paths.log}"

@@ -1,0 +1,170 @@
+"""What the daemon and its clients share: where the daemon lives, which build it runs, and how the
+service's answers travel over its socket.
+
+Light on purpose (standard library only): every CLI command, hook and `jacked mcp` imports it.
+The wire format is JSON; Python values JSON has no word for (a dataclass, a tuple, a Path, a
+datetime, a dict with non-string keys) travel tagged, so a client gets back the very objects an
+in-process call returns and formats them the same way.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+#: Bumped when a request or answer changes shape; a client and a daemon that differ restart the daemon.
+PROTOCOL_VERSION = 1
+#: The environment switch: `off` answers in the client's own process (tests, CI, no sockets).
+DAEMON_ENV = "JACKED_DAEMON"
+#: The Linux limit on a socket path (`sun_path`), less its terminating NUL.
+_SUN_PATH_MAX = 107
+
+
+def daemon_enabled(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    """Whether surfaces should talk to the daemon (anything but JACKED_DAEMON=off/0/false/no)."""
+    value = (os.environ if environ is None else environ).get(DAEMON_ENV, "").strip().lower()
+    return value not in ("off", "0", "false", "no")
+
+
+@dataclasses.dataclass(frozen=True)
+class DaemonPaths:
+    """The daemon's files inside one JACKED_HOME."""
+
+    home: Path
+
+    @property
+    def dir(self) -> Path:
+        return self.home / "daemon"
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "jacked.sock"
+
+    @property
+    def lock(self) -> Path:
+        """Held (flock) by the running daemon for its whole life: whoever holds it is the daemon."""
+        return self.dir / "daemon.lock"
+
+    @property
+    def start_lock(self) -> Path:
+        """Held by a client while it starts a daemon, so racing clients start one between them."""
+        return self.dir / "start.lock"
+
+    @property
+    def pid(self) -> Path:
+        return self.dir / "daemon.pid"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "logs" / "daemon.log"
+
+    @property
+    def queue(self) -> Path:
+        """Write requests accepted but not done yet, one file each (replayed after a crash)."""
+        return self.dir / "queue"
+
+
+def short_address(folder_fd: int, name: str) -> str:
+    """A socket path that fits `sun_path` for a file in the folder open as `folder_fd` (the real
+    path of a socket in a deep JACKED_HOME can be longer than a socket address may be)."""
+    return f"/proc/self/fd/{folder_fd}/{name}"
+
+
+def too_long(path: Path) -> bool:
+    return len(str(path).encode()) > _SUN_PATH_MAX
+
+
+def build_id() -> str:
+    """The version of the jacked code installed: its version and the newest modification time of its
+    modules. A client whose build differs from the daemon's restarts it (after `pip install -U`, or an
+    edit of an editable install)."""
+    import jacked
+
+    root = Path(jacked.__file__).parent
+    newest = 0
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "__pycache__":
+                        stack.append(e.path)
+                elif e.name.endswith(".py"):
+                    newest = max(newest, e.stat().st_mtime_ns)
+    return f"{jacked.__version__}+{PROTOCOL_VERSION}.{newest}"
+
+
+def settings_fingerprint(settings: Any) -> str:
+    """A digest of what a Settings object says: a daemon answers with the settings it started with,
+    so a client whose settings differ must not be answered by it."""
+    dump = settings.model_dump_json() if hasattr(settings, "model_dump_json") else repr(settings)
+    return hashlib.blake2b(dump.encode(), digest_size=12).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------- codec
+_DC, _TUPLE, _PATH, _DT, _DATE, _SET, _MAP = ("__dc__", "__tuple__", "__path__", "__datetime__", "__date__",
+                                               "__set__", "__map__")
+_TAGS = frozenset({_DC, _TUPLE, _PATH, _DT, _DATE, _SET, _MAP})
+
+
+def encode(obj: Any) -> Any:
+    """`obj` as plain JSON values, tagging what JSON cannot say (see `decode`)."""
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    if isinstance(obj, list):
+        return [encode(v) for v in obj]
+    if isinstance(obj, dict):
+        if all(isinstance(k, str) for k in obj) and not (len(obj) == 1 and next(iter(obj)) in _TAGS):
+            return {k: encode(v) for k, v in obj.items()}
+        return {_MAP: [[encode(k), encode(v)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {_TUPLE: [encode(v) for v in obj]}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        cls = type(obj)
+        return {_DC: f"{cls.__module__}:{cls.__qualname__}",
+                "fields": {f.name: encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
+    if isinstance(obj, Path):
+        return {_PATH: str(obj)}
+    if isinstance(obj, dt.datetime):
+        return {_DT: obj.isoformat()}
+    if isinstance(obj, dt.date):
+        return {_DATE: obj.isoformat()}
+    if isinstance(obj, (set, frozenset)):
+        return {_SET: [encode(v) for v in obj]}
+    raise TypeError(f"cannot send a {type(obj).__name__} over the daemon's socket")
+
+
+def decode(obj: Any) -> Any:
+    """The value `encode` was given back (dataclasses are rebuilt from their module, imported here)."""
+    if isinstance(obj, list):
+        return [decode(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if _DC in obj and "fields" in obj and len(obj) == 2:
+        module, _, qualname = obj[_DC].partition(":")
+        cls: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        inst = cls.__new__(cls)
+        for name, value in obj["fields"].items():
+            object.__setattr__(inst, name, decode(value))
+        return inst
+    if len(obj) == 1:
+        tag, value = next(iter(obj.items()))
+        if tag == _TUPLE:
+            return tuple(decode(v) for v in value)
+        if tag == _MAP:
+            return {decode(k): decode(v) for k, v in value}
+        if tag == _PATH:
+            return Path(value)
+        if tag == _DT:
+            return dt.datetime.fromisoformat(value)
+        if tag == _DATE:
+            return dt.date.fromisoformat(value)
+        if tag == _SET:
+            return {decode(v) for v in value}
+    return {k: decode(v) for k, v in obj.items()}
