@@ -15,10 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jacked.config import Settings
-from jacked.index.indexer import IndexReport
-from jacked.service import Jacked
-from jacked.surfaces.hookqueue import CLAIM_POLL_SECONDS, Claimer, HookQueue
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a hook that hands its work to the daemon imports neither
+    from jacked.config import Settings
+    from jacked.index.indexer import IndexReport
+    from jacked.surfaces.daemon.protocol import Where
 
 LOG_MAX_BYTES = 1 << 20
 # How long the hook waits for its child to get hold of the index before returning anyway.
@@ -43,11 +45,16 @@ def log_problem(home: Path, message: str) -> None:
 
 def index_target(settings: Settings, target: str | None) -> IndexReport:
     """Index a session given by id, prefix or transcript path; everything when `target` is None."""
+    from jacked.service import Jacked
+
     return Jacked(settings, scan=False).index(target)
 
 
 def drain_queue(settings: Settings, on_open: Callable[[], None]) -> None:
     """Hold the index and index every queued hook entry, including ones that arrive meanwhile."""
+    from jacked.service import Jacked
+    from jacked.surfaces.hookqueue import Claimer, HookQueue
+
     claimer: Claimer | None = None
 
     def started() -> None:
@@ -87,8 +94,12 @@ def run_hook(raw: str, get_settings: Callable[[], Settings], detach: bool | None
     """
     home: Path | None = None
     try:
-        settings = get_settings()
-        home = Path(settings.home)
+        from jacked.surfaces.daemon.protocol import daemon_enabled, locate
+
+        # With a daemon, nothing here loads the settings: it has them, and a hook must be quick.
+        where = locate() if daemon_enabled() else None
+        settings = None if where is not None else get_settings()
+        home = where.home if where is not None else Path(settings.home)  # type: ignore[union-attr]
         data = parse_hook_input(raw)
         path = data.get("transcript_path")
         if path:
@@ -101,6 +112,9 @@ def run_hook(raw: str, get_settings: Callable[[], Settings], detach: bool | None
         else:
             log_problem(home, "hook input names no transcript_path or session_id; nothing indexed")
             return 0
+        if where is not None and _to_daemon(where, target):
+            return 0
+        settings = settings or get_settings()
         if detach is None:
             detach = hasattr(os, "fork") and not settings.hook_sync
         if detach:
@@ -109,6 +123,19 @@ def run_hook(raw: str, get_settings: Callable[[], Settings], detach: bool | None
     except Exception as e:  # a hook must never break Claude Code
         _log_exception(home, e)
     return 0
+
+
+def _to_daemon(where: Where, target: str) -> bool:
+    """Hand the session to the daemon (started if need be): on its queue, on disk, before this
+    returns. False when no daemon can be had (then the hook indexes it in its own process)."""
+    from jacked.surfaces.daemon.client import DaemonUnavailable, connect
+
+    try:
+        connect(where).enqueue_index(target)
+    except (DaemonUnavailable, OSError) as e:
+        log_problem(where.home, f"hook: daemon unavailable ({e}); indexing in the hook's process")
+        return False
+    return True
 
 
 def _log_exception(home: Path | None, e: BaseException) -> None:
@@ -130,6 +157,8 @@ def _index_in_child(settings: Settings, target: str) -> int:
     That is when the child holds the index, or when the process already holding it has
     claimed our queue entry (it indexes it before letting go), or when the child is gone.
     """
+    from jacked.surfaces.hookqueue import CLAIM_POLL_SECONDS, HookQueue
+
     entry = HookQueue(settings.home).put(target)
     read_end, write_end = os.pipe()
     pid = os.fork()

@@ -13,9 +13,9 @@ import orjson
 import typer
 
 from jacked.errors import JackedError
-from jacked.config import Settings, load_settings
 
-if TYPE_CHECKING:  # the service is imported by the commands that run, not at start-up
+if TYPE_CHECKING:  # the service and the settings are imported by the commands that need them, not at start-up
+    from jacked.config import Settings
     from jacked.service import Jacked
 
 
@@ -33,6 +33,8 @@ STATE = GlobalOptions()
 
 def settings() -> Settings:
     """Settings for this command, with the global `--claude-dir` applied."""
+    from jacked.config import load_settings
+
     return load_settings(STATE.claude_dir)
 
 
@@ -65,30 +67,31 @@ def service(scan: bool = True) -> Jacked:
     """The service for this command (warnings on stderr); `scan=False` answers from the catalog as
     it is. The daemon's (`jacked.surfaces.daemon`), started when none runs; with JACKED_DAEMON=off,
     or when no daemon can be had (said in one line), a `Jacked` in this process."""
-    s = settings()
-    remote = daemon_service(s, scan)
+    remote = daemon_service(scan)
     if remote is not None:
-        return remote  # type: ignore[return-value]  # answers as a Jacked does (RemoteService)
+        return remote  # type: ignore[return-value]  # a RemoteService answers as a Jacked does
     from jacked.service import Jacked
 
-    return Jacked(s, scan=scan, warn=warn)
+    return Jacked(settings(), scan=scan, warn=warn)
 
 
-def daemon_service(s: Settings, scan: bool = True) -> object | None:
-    """The daemon's service for settings `s`, or None to answer in this process: JACKED_DAEMON=off,
+def daemon_service(scan: bool = True) -> object | None:
+    """The daemon's service for this command, or None to answer in this process: JACKED_DAEMON=off,
     or no daemon could be reached or started (a one-line warning says why)."""
     from jacked.surfaces.daemon.protocol import daemon_enabled
 
     if not daemon_enabled():
         return None
     from jacked.surfaces.daemon.client import DaemonUnavailable, RemoteService, connect
+    from jacked.surfaces.daemon.protocol import locate
 
+    where = locate(STATE.claude_dir)
     try:
-        client = connect(s, STATE.claude_dir)
+        client = connect(where)
     except DaemonUnavailable as e:
         warn(f"jacked: {e}; answering in this process (JACKED_DAEMON=off says so quietly)")
         return None
-    return RemoteService(client, s, scan=scan, warn=warn)
+    return RemoteService(client, where, scan=scan, warn=warn)
 
 
 def require_projects(s: Settings) -> None:

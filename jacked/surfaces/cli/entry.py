@@ -25,8 +25,12 @@ def run() -> None:
     atexit.register(_exit_now)  # registered first, so it runs last
     try:
         if sys.argv[1:] == ["index", "--hook"]:
-            from jacked.config import load_settings
             from jacked.surfaces.hook import run_hook
+
+            def load_settings() -> object:  # only when no daemon takes the work: it has them
+                from jacked.config import load_settings as load
+
+                return load()
 
             try:
                 raw = sys.stdin.read()

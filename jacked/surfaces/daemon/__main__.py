@@ -12,12 +12,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["run"])
     parser.add_argument("--spawned", action="store_true")
     parser.add_argument("--claude-dir", default=None)
+    parser.add_argument("--home", default=None)
     args = parser.parse_args(argv)
     os.umask(0o077)  # everything the daemon writes holds what the transcripts hold
     from jacked.config import load_settings
     from jacked.surfaces.daemon.server import serve
 
-    return serve(load_settings(args.claude_dir), args.claude_dir, spawned=args.spawned)
+    from pathlib import Path
+
+    return serve(load_settings(args.claude_dir), args.claude_dir, spawned=args.spawned,
+                 home=Path(args.home) if args.home else None)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ transcript reader.
 """
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import socket
@@ -18,7 +17,7 @@ from typing import Any
 
 from jacked.errors import JackedError
 from jacked.surfaces.daemon.protocol import (
-    PROTOCOL_VERSION, DaemonPaths, build_id, decode, encode, settings_fingerprint, short_address, too_long,
+    PROTOCOL_VERSION, DaemonPaths, Where, build_id, decode, encode, locate, short_address, too_long,
 )
 
 #: How long a client waits for a daemon it started to answer (it imports the web stack first).
@@ -43,13 +42,33 @@ class DaemonCrashed(JackedError):
     """The daemon failed on a request in a way that is jacked's bug, not the user's."""
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, paths: DaemonPaths, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._paths = paths
+class _Answer:
+    """An HTTP/1.0 answer read off the socket: the daemon closes the connection at its end, so the
+    body is everything after the headers (no chunking to undo). `http.client` is not used: importing
+    it (and the email parser it brings) cost a hook more than its whole request."""
 
-    def connect(self) -> None:
-        self.sock = open_socket(self._paths, self.timeout)
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.file = sock.makefile("rb")
+        status_line = self.file.readline(65537)
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
+            raise ConnectionError("the daemon's answer is not HTTP")
+        self.status = int(parts[1])
+        while True:  # headers: nothing in them is needed
+            line = self.file.readline(65537)
+            if line in (b"\r\n", b"\n", b""):
+                break
+
+    def read(self) -> bytes:
+        return self.file.read()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.file)
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
 
 
 def open_socket(paths: DaemonPaths, timeout: float | None) -> socket.socket:
@@ -77,22 +96,22 @@ class DaemonClient:
     def __init__(self, paths: DaemonPaths) -> None:
         self.paths = paths
 
-    def _request(self, method: str, url: str, body: Any = None, timeout: float = CALL_TIMEOUT_S
-                 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-        conn = _UnixConnection(self.paths, timeout)
-        payload = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json", "X-Jacked-Protocol": str(PROTOCOL_VERSION)}
+    def _request(self, method: str, url: str, body: Any = None, timeout: float = CALL_TIMEOUT_S) -> _Answer:
+        sock = open_socket(self.paths, timeout)
         try:
-            conn.request(method, url, body=payload, headers=headers)
-            return conn, conn.getresponse()
+            payload = json.dumps(body).encode() if body is not None else b""
+            sock.sendall(f"{method} {url} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                         f"X-Jacked-Protocol: {PROTOCOL_VERSION}\r\nContent-Length: {len(payload)}\r\n\r\n"
+                         .encode() + payload)
+            return _Answer(sock)
         except BaseException:
-            conn.close()
+            sock.close()
             raise
 
     def status(self, timeout: float = 5.0) -> dict[str, Any] | None:
         """The daemon's status, or None when no daemon answers."""
         try:
-            conn, resp = self._request("GET", "/daemon/status", timeout=timeout)
+            resp = self._request("GET", "/daemon/status", timeout=timeout)
         except OSError:
             return None
         try:
@@ -100,10 +119,10 @@ class DaemonClient:
                 return None
             data: dict[str, Any] = json.loads(resp.read())
             return data
-        except (OSError, ValueError, http.client.HTTPException):
+        except (OSError, ValueError):
             return None
         finally:
-            conn.close()
+            resp.close()
 
     def stop(self, wait: bool = True) -> bool:
         """Ask the daemon to stop (it finishes the request it is on); whether one was running."""
@@ -111,9 +130,9 @@ class DaemonClient:
         if status is None:
             return False
         try:
-            conn, resp = self._request("POST", "/daemon/stop", timeout=5.0)
+            resp = self._request("POST", "/daemon/stop", timeout=5.0)
             resp.read()
-            conn.close()
+            resp.close()
         except OSError:
             pass
         if wait:
@@ -122,13 +141,13 @@ class DaemonClient:
 
     def enqueue_index(self, target: str) -> None:
         """Hand a session to index to the daemon: written to its queue (on disk) before this returns."""
-        conn, resp = self._request("POST", "/queue/index", {"target": target}, timeout=10.0)
+        resp = self._request("POST", "/queue/index", {"target": target}, timeout=10.0)
         try:
             body = resp.read()
             if resp.status != 202:
                 raise DaemonUnavailable(f"the daemon refused the hook's request: {body[:200]!r}")
         finally:
-            conn.close()
+            resp.close()
 
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], options: dict[str, Any],
              warn: Warn | None, progress: Callable[[str, int, int], None] | None, stream: bool) -> Any:
@@ -136,12 +155,12 @@ class DaemonClient:
         progress to `progress` as they come; a `stream` method's items are yielded as they arrive."""
         body = {"args": encode(list(args)), "kwargs": encode(kwargs), "options": options}
         try:
-            conn, resp = self._request("POST", f"/rpc/{method}", body)
+            resp = self._request("POST", f"/rpc/{method}", body)
         except OSError as e:
             raise DaemonUnavailable(f"cannot reach the daemon at {self.paths.socket}: {e}") from e
-        lines = _lines(conn, resp)
+        lines = _lines(resp)
         if resp.status != 200:
-            conn.close()
+            resp.close()
             raise DaemonCrashed(f"the daemon answered {resp.status} to {method}")
 
         def next_answer() -> dict[str, Any]:
@@ -154,15 +173,15 @@ class DaemonClient:
                         progress(*msg["progress"])
                 else:
                     if "error" in msg:
-                        conn.close()
+                        resp.close()
                         raise _error(msg["error"], self.paths)
                     return msg
-            conn.close()
+            resp.close()
             raise DaemonCrashed(f"the daemon ended during {method} (see {self.paths.log})")
 
         first = next_answer()
         if not stream:
-            conn.close()
+            resp.close()
             return decode(first["result"])
 
         def items(msg: dict[str, Any]) -> Iterator[Any]:
@@ -171,18 +190,18 @@ class DaemonClient:
                     yield decode(msg["item"])
                     msg = next_answer()
             finally:
-                conn.close()
+                resp.close()
 
         return items(first)
 
 
-def _lines(conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
+def _lines(resp: _Answer) -> Iterator[dict[str, Any]]:
     """The JSON messages of a streamed answer, one per line, as they arrive."""
     try:
         for raw in resp:
             if raw.strip():
                 yield json.loads(raw)
-    except (OSError, http.client.HTTPException, ValueError):
+    except (OSError, ValueError):
         return
 
 
@@ -206,11 +225,23 @@ class RemoteService:
     #: Methods whose answer is an iterator: its items arrive one at a time.
     STREAMS = frozenset({"export_iter", "timeline"})
 
-    def __init__(self, client: DaemonClient, settings: Any, scan: bool = True, warn: Warn | None = None) -> None:
+    def __init__(self, client: DaemonClient, where: Where, scan: bool = True, warn: Warn | None = None) -> None:
         self.client = client
-        self.settings = settings
+        self.where = where
         self.scan_enabled = scan
         self.warn = warn
+        self._settings: Any = None
+
+    @property
+    def settings(self) -> Any:
+        """This process's own settings (the daemon was started from the same inputs), loaded when
+        first asked for: most commands never need them here."""
+        if self._settings is None:
+            from jacked.config import load_settings
+
+            flag = self.where.claude_dir if self.where.claude_dir_given else None
+            self._settings = load_settings(flag)
+        return self._settings
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         progress = kwargs.pop("progress", None)
@@ -259,17 +290,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def connect(settings: Any, claude_dir: Any = None, start: bool = True) -> DaemonClient:
-    """The client of the daemon serving `settings`, started first when none runs (`start`).
+def connect(where: Where, start: bool = True) -> DaemonClient:
+    """The client of the daemon for `where` (see `protocol.locate`), started first when none runs.
 
     A daemon of an older build (jacked was upgraded) is stopped and a new one started. One started
-    with other settings answers only when it is idle (it is restarted with these); otherwise
-    `DaemonUnavailable`, and the caller answers in its own process.
+    with other settings is restarted with these when it is idle; when it is busy, `DaemonUnavailable`,
+    and the caller answers in its own process.
     """
-    paths = DaemonPaths(settings.home)
+    paths = DaemonPaths(where.home)
     client = DaemonClient(paths)
     status = client.status()
-    if status is not None and _matches(status, settings):
+    if status is not None and _matches(status, where):
         return client
     if not start:
         raise DaemonUnavailable("no jacked daemon runs")
@@ -277,19 +308,19 @@ def connect(settings: Any, claude_dir: Any = None, start: bool = True) -> Daemon
         if status.get("build") == build_id() and not _idle(status):
             raise DaemonUnavailable("the running daemon has other settings and is busy")
         client.stop()
-    _start(paths, settings, claude_dir)
+    _start(paths, where)
     return client
 
 
-def _matches(status: dict[str, Any], settings: Any) -> bool:
-    return status.get("build") == build_id() and status.get("settings") == settings_fingerprint(settings)
+def _matches(status: dict[str, Any], where: Where) -> bool:
+    return status.get("build") == build_id() and status.get("settings") == where.fingerprint
 
 
 def _idle(status: dict[str, Any]) -> bool:
     return not status.get("job") and not status.get("queued_writes")
 
 
-def _start(paths: DaemonPaths, settings: Any, claude_dir: Any) -> None:
+def _start(paths: DaemonPaths, where: Where) -> None:
     """Start a daemon for `paths` detached from this process (its own session, output to its log)
     and wait until it answers; racing clients start one between them."""
     import subprocess
@@ -305,18 +336,18 @@ def _start(paths: DaemonPaths, settings: Any, claude_dir: Any) -> None:
     try:
         with FileLock(paths.start_lock, timeout=START_TIMEOUT_S):
             status = client.status()
-            if status is not None and _matches(status, settings):
+            if status is not None and _matches(status, where):
                 return  # another client started it meanwhile
-            cmd = [sys.executable, "-m", "jacked.surfaces.daemon", "run", "--spawned"]
-            if claude_dir is not None:
-                cmd += ["--claude-dir", str(claude_dir)]
+            cmd = [sys.executable, "-m", "jacked.surfaces.daemon", "run", "--spawned", "--home", str(where.home)]
+            if where.claude_dir_given:
+                cmd += ["--claude-dir", str(where.claude_dir)]
             with open(paths.log, "ab") as log:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                         start_new_session=True, close_fds=True)
             deadline = time.monotonic() + START_TIMEOUT_S
             while time.monotonic() < deadline:
                 status = client.status(timeout=2.0)
-                if status is not None and _matches(status, settings):
+                if status is not None and _matches(status, where):
                     return
                 if proc.poll() is not None:
                     raise DaemonUnavailable(f"the daemon did not start ({_last_line(paths)})")

@@ -98,11 +98,57 @@ def build_id() -> str:
     return f"{jacked.__version__}+{PROTOCOL_VERSION}.{newest}"
 
 
-def settings_fingerprint(settings: Any) -> str:
-    """A digest of what a Settings object says: a daemon answers with the settings it started with,
-    so a client whose settings differ must not be answered by it."""
-    dump = settings.model_dump_json() if hasattr(settings, "model_dump_json") else repr(settings)
-    return hashlib.blake2b(dump.encode(), digest_size=12).hexdigest()
+#: Variables the settings and the sources read besides JACKED_*, QDRANT_*, XDG_* and *_HOME.
+_SETTINGS_VARS = frozenset({"CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "HOME", "USER", "LOGNAME"})
+#: Switches of the client's own, not settings.
+_CLIENT_VARS = frozenset({DAEMON_ENV, "JACKED_TEST_DAEMON"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """Which daemon a client asks: the JACKED_HOME, and a digest of what its settings are made of."""
+
+    home: Path
+    fingerprint: str
+    claude_dir: Path
+    claude_dir_given: bool = False  # by `--claude-dir` (passed on to the daemon it starts)
+
+
+def locate(claude_dir: str | os.PathLike[str] | None = None,
+           environ: dict[str, str] | os._Environ[str] | None = None) -> Where:
+    """The JACKED_HOME and settings digest for a `--claude-dir` (None: not given) and an environment,
+    without loading the settings: a client asks the daemon of that home, and only a daemon started
+    from the same variables, flag and `jacked.json` (the digest) answers it. JACKED_HOME, else the
+    `jacked_home` of `<claude dir>/jacked.json`, else `<claude dir>/jacked` (as `jacked.config` says)."""
+    env = os.environ if environ is None else environ
+    base = Path(claude_dir).expanduser().absolute() if claude_dir is not None else (
+        Path(env["CLAUDE_CONFIG_DIR"].strip()).expanduser() if env.get("CLAUDE_CONFIG_DIR", "").strip()
+        else Path(env.get("HOME") or Path.home()) / ".claude")
+    try:
+        config = (base / "jacked.json").read_bytes()
+    except OSError:
+        config = b""
+    home: Path | None = None
+    if env.get("JACKED_HOME", "").strip():
+        home = Path(env["JACKED_HOME"].strip()).expanduser()
+    elif config:
+        import json
+
+        try:
+            value = json.loads(config).get("jacked_home")
+        except (ValueError, AttributeError):
+            value = None
+        if isinstance(value, str) and value.strip():
+            home = Path(value.strip()).expanduser()
+    digest = hashlib.blake2b(digest_size=12)
+    for key in sorted(env):
+        if key in _CLIENT_VARS:
+            continue
+        if (key.startswith(("JACKED_", "QDRANT_", "XDG_")) or key.endswith("_HOME") or key in _SETTINGS_VARS):
+            digest.update(f"{key}={env[key]}\0".encode("utf-8", "surrogatepass"))
+    digest.update(f"--claude-dir={base if claude_dir is not None else ''}\0".encode("utf-8", "surrogatepass"))
+    digest.update(config)
+    return Where(home if home is not None else base / "jacked", digest.hexdigest(), base, claude_dir is not None)
 
 
 # ---------------------------------------------------------------------------------------- codec

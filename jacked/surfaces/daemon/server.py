@@ -35,7 +35,7 @@ import orjson
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.surfaces.daemon.protocol import (
-    PROTOCOL_VERSION, DaemonPaths, build_id, decode, encode, settings_fingerprint, short_address, too_long,
+    PROTOCOL_VERSION, DaemonPaths, build_id, decode, encode, locate, short_address, too_long,
 )
 from jacked.util.flock import FileLock
 
@@ -100,7 +100,7 @@ class Daemon:
         self.claude_dir = claude_dir
         self.paths = DaemonPaths(Path(settings.home))
         self.build = build_id()
-        self.fingerprint = settings_fingerprint(settings)
+        self.fingerprint = locate(claude_dir).fingerprint
         self.idle_seconds = float(getattr(settings, "daemon_idle_minutes", 30.0)) * 60.0
         self.started = time.monotonic()
         self.last_request = time.monotonic()
@@ -160,10 +160,10 @@ class Daemon:
     def _shutdown(self, sock: socket.socket | None) -> None:
         """Finish what the service thread was given, close the index and let go of the lock."""
         try:
+            # closed on the service thread, after everything given to it: the catalog connection is that thread's
+            self._executor.submit(self._close_service)
             self._executor.shutdown(wait=True)
             self._readers.shutdown(wait=False, cancel_futures=True)
-            if self._service is not None:
-                self._service.close()
         except Exception:  # noqa: BLE001 - the lock must go whatever closing did
             log.exception("closing the service failed")
         finally:
@@ -176,6 +176,11 @@ class Daemon:
                     pass
             self._lock.release()
             log.info("daemon stopped")
+
+    def _close_service(self) -> None:
+        if self._service is not None:
+            self._service.close()
+            self._service = None
 
     def _watch_idle(self) -> None:
         while self._server is not None and not self._server.should_exit:
@@ -562,9 +567,15 @@ def _make_protocol() -> type:
 _PeerCheckedProtocol: Any = None
 
 
-def serve(settings: Settings, claude_dir: Path | None = None, spawned: bool = False) -> int:
-    """Run the daemon in this process (`jacked daemon run`); its exit code."""
+def serve(settings: Settings, claude_dir: Path | None = None, spawned: bool = False,
+          home: Path | None = None) -> int:
+    """Run the daemon in this process (`jacked daemon run`); its exit code. `home`: the JACKED_HOME
+    the client that started it looked for (a daemon whose settings say another one does not serve)."""
     global _PeerCheckedProtocol
     _PeerCheckedProtocol = _make_protocol()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    assert settings.home is not None
+    if home is not None and Path(home).resolve() != Path(settings.home).resolve():
+        log.error("the settings say JACKED_HOME is %s, the client looked for %s: not serving", settings.home, home)
+        return 1
     return Daemon(settings, claude_dir).run(quiet_if_running=spawned)
