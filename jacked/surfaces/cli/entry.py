@@ -37,6 +37,20 @@ def run() -> None:
             except (OSError, UnicodeDecodeError):
                 raw = ""
             sys.exit(run_hook(raw, load_settings))
+        if sys.argv[1:] == ["mcp"]:  # one per Claude Code window: as light as the relay can be
+            from jacked.surfaces.daemon.protocol import daemon_enabled
+
+            if daemon_enabled():
+                from jacked.surfaces.daemon.client import DaemonUnavailable
+                from jacked.surfaces.daemon.mcp_bridge import relay
+                from jacked.surfaces.daemon.protocol import locate
+
+                try:
+                    sys.exit(relay(locate()))
+                except DaemonUnavailable as e:
+                    print(f"jacked: {e}; serving MCP in this process (JACKED_DAEMON=off says so quietly)",
+                          file=sys.stderr)
+                    os.environ["JACKED_DAEMON"] = "off"  # said once: the command below serves in-process
         from jacked.surfaces.cli.main import run as run_cli
 
         run_cli()

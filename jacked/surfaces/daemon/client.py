@@ -96,17 +96,30 @@ class DaemonClient:
     def __init__(self, paths: DaemonPaths) -> None:
         self.paths = paths
 
-    def _request(self, method: str, url: str, body: Any = None, timeout: float = CALL_TIMEOUT_S) -> _Answer:
+    def _request(self, method: str, url: str, body: Any = None, timeout: float = CALL_TIMEOUT_S,
+                 raw: bytes | None = None, headers: dict[str, str] | None = None) -> _Answer:
         sock = open_socket(self.paths, timeout)
         try:
-            payload = json.dumps(body).encode() if body is not None else b""
+            payload = raw if raw is not None else json.dumps(body).encode() if body is not None else b""
+            extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
             sock.sendall(f"{method} {url} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                         f"X-Jacked-Protocol: {PROTOCOL_VERSION}\r\nContent-Length: {len(payload)}\r\n\r\n"
+                         f"X-Jacked-Protocol: {PROTOCOL_VERSION}\r\nContent-Length: {len(payload)}\r\n{extra}\r\n"
                          .encode() + payload)
             return _Answer(sock)
         except BaseException:
             sock.close()
             raise
+
+    def post_mcp(self, message: bytes, protocol_version: str | None) -> tuple[int, bytes]:
+        """One JSON-RPC message to the daemon's MCP server: (HTTP status, the answer's body)."""
+        headers = {"Accept": "application/json, text/event-stream"}
+        if protocol_version:
+            headers["MCP-Protocol-Version"] = protocol_version
+        resp = self._request("POST", "/mcp", raw=message, headers=headers)
+        try:
+            return resp.status, resp.read()
+        finally:
+            resp.close()
 
     def status(self, timeout: float = 5.0) -> dict[str, Any] | None:
         """The daemon's status, or None when no daemon answers."""
