@@ -89,7 +89,10 @@ def uninstall_cmd(
             typer.echo(f"nothing to purge: {s.home} does not exist")
         return
     from jacked.service import Jacked
+    from jacked.surfaces.daemon.client import DaemonClient
+    from jacked.surfaces.daemon.protocol import DaemonPaths
 
+    DaemonClient(DaemonPaths(s.home)).stop()  # the daemon's files are in the home: it goes first
     purged = Jacked(s, scan=False).purge()
     if json_out:
         print_json({**report.to_json(), "purged": purged})

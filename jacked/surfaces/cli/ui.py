@@ -33,8 +33,14 @@ def ui_cmd(
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
         warn("jacked: --host is not local, so every request needs this token (generated; pass --token to choose)")
+    remote = None
+    if hasattr(jk, "client"):  # the daemon's service: searches and retrieval go to it
+        from jacked.surfaces.daemon.client import RemoteService
+
+        def remote(warn_to: object) -> RemoteService:
+            return RemoteService(jk.client, jk.where, scan=False, warn=warn_to)  # type: ignore[attr-defined,arg-type]
     try:
-        server = make_server(s, host, port, token, Limits(request_timeout=request_timeout))
+        server = make_server(s, host, port, token, Limits(request_timeout=request_timeout), remote=remote)
     except UiConfigError as e:
         raise CliError(str(e)) from e
     except OSError as e:

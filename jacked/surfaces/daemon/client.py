@@ -221,6 +221,9 @@ def _lines(resp: _Answer) -> Iterator[dict[str, Any]]:
 def _error(err: dict[str, Any], paths: DaemonPaths) -> Exception:
     """The exception a daemon's error message stands for, raised as the in-process call would."""
     kind, message = err.get("kind"), err.get("message") or "error"
+    same = _same_class(str(err.get("type") or ""), message)
+    if same is not None and kind != "internal":
+        return same
     if kind == "user":
         return RemoteError(message)
     if kind == "value":
@@ -230,6 +233,21 @@ def _error(err: dict[str, Any], paths: DaemonPaths) -> Exception:
     if kind == "os":
         return OSError(message)
     return DaemonCrashed(f"internal error in the daemon: {message} (details in {paths.log})")
+
+
+def _same_class(type_name: str, message: str) -> Exception | None:
+    """The daemon's exception as its own class, when this process has imported that class already
+    (a caller may catch it by name: the web view turns a SearchError into a 400); else None."""
+    module, _, qualname = type_name.partition(":")
+    obj: Any = sys.modules.get(module)
+    for part in qualname.split(".") if obj is not None else ():
+        obj = getattr(obj, part, None)
+    if not (isinstance(obj, type) and issubclass(obj, Exception)):
+        return None
+    try:
+        return obj(message)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - a class with another constructor: the generic error says it
+        return None
 
 
 class RemoteService:

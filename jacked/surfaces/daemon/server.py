@@ -309,7 +309,8 @@ class Daemon:
             kind = _kind(e)
             if kind == "internal":
                 log.error("%s failed:\n%s", method, traceback.format_exc())
-            send({"error": {"kind": kind, "message": str(e) or type(e).__name__}})
+            send({"error": {"kind": kind, "message": str(e) or type(e).__name__,
+                            "type": f"{type(e).__module__}:{type(e).__qualname__}"}})
         finally:
             jk.warn = None
             jk.scan_enabled = True

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -113,8 +113,11 @@ class UiApi:
     on that thread, as SQLite wants.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, remote: Callable[[Any], Any] | None = None) -> None:
+        """`remote(warn)`: the daemon's service (`jacked.surfaces.daemon.client.RemoteService`) for
+        what needs the model or the index (search, retrieve, scan); None: this process's own."""
         self.settings = settings
+        self.remote = remote
         self._searches = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jacked-ui-search")
         self._search_service: Jacked | None = None
 
@@ -128,6 +131,8 @@ class UiApi:
             self._search_service = None
 
     def _search(self, query: str, opts: Any) -> dict[str, Any]:
+        if self.remote is not None:
+            return dict(self.remote(None).search(query, opts))
         if self._search_service is None:
             self._search_service = Jacked(self.settings, scan=False, hold_index=True)
         return self._search_service.search(query, opts)
@@ -142,6 +147,15 @@ class UiApi:
             yield jk
         finally:
             jk.close()
+
+    @contextmanager
+    def writer(self, warn: Any = None) -> Iterator[Any]:
+        """The service for what needs the model or the index: the daemon's when there is one."""
+        if self.remote is not None:
+            yield self.remote(warn)
+            return
+        with self.service(warn) as jk:
+            yield jk
 
     @contextmanager
     def catalog(self) -> Iterator[Catalog]:
@@ -296,8 +310,9 @@ class UiApi:
             raise ApiError(400, f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
         budget = _int({"budget": body.get("budget")}, "budget", self.settings.default_max_tokens, 1, 10**7)
         warnings: list[str] = []
-        with self.service(warn=warnings.append) as jk:
-            sids = [self._resolve(jk.catalog, ref) for ref in ids]
+        with self.catalog() as cat:
+            sids = [self._resolve(cat, ref) for ref in ids]
+        with self.writer(warn=warnings.append) as jk:
             try:
                 result = jk.retrieve(sids, mode=mode, budget=budget, check_git=_bool(body, "git", True))
             except RetrieveError as e:
@@ -316,7 +331,7 @@ class UiApi:
 
     def scan(self, body: dict[str, Any]) -> dict[str, Any]:
         """`POST /api/scan`: bring the catalog up to date with the transcripts (`jacked scan --json`)."""
-        with self.service() as jk:
+        with self.writer() as jk:
             if not jk.scannable():
                 raise ApiError(409, f"nothing to scan: no projects folder in {self.settings.claude_dir} "
                                     f"and no other agent's folder")

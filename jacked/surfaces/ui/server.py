@@ -425,7 +425,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def make_server(settings: Settings, host: str = "127.0.0.1", port: int = 8377,
-                token: str | None = None, limits: Limits | None = None) -> UiServer:
+                token: str | None = None, limits: Limits | None = None,
+                remote: Callable[[Any], Any] | None = None) -> UiServer:
     """A bound (not yet serving) server. A non-loopback `host` without a token is refused."""
     local = is_loopback(host)
     if token is not None and not token.strip():
@@ -435,7 +436,7 @@ def make_server(settings: Settings, host: str = "127.0.0.1", port: int = 8377,
                             f"`jacked ui` generate one)")
     limits = limits or Limits()
     sock = _listen(host, port)
-    api = UiApi(settings)
+    api = UiApi(settings, remote=remote)
     return UiServer(sock, build_app(api, token, local, limits), limits, on_stop=api.close)
 
 
