@@ -14,10 +14,10 @@ daemon_app = typer.Typer(help="The per-user daemon that holds the index and answ
 
 def _client():  # type: ignore[no-untyped-def]
     from jacked.surfaces.daemon.client import DaemonClient
-    from jacked.surfaces.daemon.protocol import DaemonPaths
+    from jacked.surfaces.daemon.protocol import DaemonPaths, locate
 
-    s = settings()
-    return s, DaemonClient(DaemonPaths(s.home))
+    where = locate(STATE.claude_dir)
+    return where, DaemonClient(DaemonPaths(where.home))
 
 
 @daemon_app.command("start")
@@ -25,9 +25,9 @@ def start_cmd() -> None:
     """Start the daemon in the background (every command starts it when needed, too)."""
     from jacked.surfaces.daemon.client import DaemonUnavailable, connect
 
-    s, client = _client()
+    where, client = _client()
     try:
-        connect(s, STATE.claude_dir)
+        connect(where)
     except DaemonUnavailable as e:
         raise CliError(str(e)) from e
     status = client.status() or {}
@@ -70,7 +70,7 @@ def run_cmd() -> None:
 
     code = serve(settings(), STATE.claude_dir)
     if code:
-        raise typer.Exit(code)
+        raise CliError("a daemon already runs for this JACKED_HOME (`jacked daemon status`)")
 
 
 def register(app: typer.Typer) -> None:

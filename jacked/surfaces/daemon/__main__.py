@@ -3,6 +3,7 @@ daemon, detached (`--spawned`: exit quietly when another daemon holds the home a
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -25,4 +26,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # its work is closed and flushed: tearing the interpreter down would only delay the exit

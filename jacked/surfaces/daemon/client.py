@@ -289,29 +289,39 @@ class RemoteService:
 
 
 def wait_for_exit(paths: DaemonPaths, pid: int, timeout: float) -> bool:
-    """Wait until the daemon `pid` has let go of its lock (or is gone); whether it did in time."""
+    """Wait until the daemon `pid` is gone (with no pid: until its lock is free); whether it went in time."""
     import fcntl
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if pid and not _alive(pid):
-            return True
-        try:
-            fd = os.open(paths.lock, os.O_RDWR)
-        except FileNotFoundError:
-            return True
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            pass
-        finally:
-            os.close(fd)
+        if pid:
+            if not _alive(pid):
+                return True
+        else:
+            try:
+                fd = os.open(paths.lock, os.O_RDWR)
+            except FileNotFoundError:
+                return True
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
         time.sleep(0.05)
     return False
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -118,8 +118,8 @@ def locate(claude_dir: str | os.PathLike[str] | None = None,
            environ: dict[str, str] | os._Environ[str] | None = None) -> Where:
     """The JACKED_HOME and settings digest for a `--claude-dir` (None: not given) and an environment,
     without loading the settings: a client asks the daemon of that home, and only a daemon started
-    from the same variables, flag and `jacked.json` (the digest) answers it. JACKED_HOME, else the
-    `jacked_home` of `<claude dir>/jacked.json`, else `<claude dir>/jacked` (as `jacked.config` says)."""
+    from the same variables, flag and `jacked.json` (the digest) answers it. The `jacked_home` of
+    `<claude dir>/jacked.json`, else JACKED_HOME, else `<claude dir>/jacked` (as `jacked.config` says)."""
     env = os.environ if environ is None else environ
     base = Path(claude_dir).expanduser().absolute() if claude_dir is not None else (
         Path(env["CLAUDE_CONFIG_DIR"].strip()).expanduser() if env.get("CLAUDE_CONFIG_DIR", "").strip()
@@ -129,9 +129,7 @@ def locate(claude_dir: str | os.PathLike[str] | None = None,
     except OSError:
         config = b""
     home: Path | None = None
-    if env.get("JACKED_HOME", "").strip():
-        home = Path(env["JACKED_HOME"].strip()).expanduser()
-    elif config:
+    if config:  # the file wins over the environment, as everywhere in jacked's settings
         import json
 
         try:
@@ -140,6 +138,8 @@ def locate(claude_dir: str | os.PathLike[str] | None = None,
             value = None
         if isinstance(value, str) and value.strip():
             home = Path(value.strip()).expanduser()
+    if home is None and env.get("JACKED_HOME", "").strip():
+        home = Path(env["JACKED_HOME"].strip()).expanduser()
     digest = hashlib.blake2b(digest_size=12)
     for key in sorted(env):
         if key in _CLIENT_VARS:

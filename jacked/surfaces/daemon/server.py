@@ -20,6 +20,7 @@ import concurrent.futures
 import logging
 import os
 import queue
+import signal
 import socket
 import sqlite3
 import struct
@@ -128,10 +129,7 @@ class Daemon:
         self.paths.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.paths.dir, 0o700)
         if not self._lock.try_acquire():
-            if not quiet_if_running:
-                pid = _read_pid(self.paths.pid)
-                print(f"jacked: a daemon already runs for {self.paths.home}" + (f" (pid {pid})" if pid else ""),
-                      flush=True)
+            log.info("a daemon already runs for %s (pid %s)", self.paths.home, _read_pid(self.paths.pid))
             return 0 if quiet_if_running else 1
         sock: socket.socket | None = None
         try:
@@ -146,7 +144,7 @@ class Daemon:
                 interface="asgi3", log_config=None, log_level="warning", access_log=False,
                 server_header=False, timeout_graceful_shutdown=5, timeout_keep_alive=30,
             )
-            self._server = uvicorn.Server(config)
+            self._server = _make_server_class()(config)
             threading.Thread(target=self._watch_idle, name="jacked-idle", daemon=True).start()
             self._server.run(sockets=[sock])
         finally:
@@ -566,6 +564,22 @@ def _make_protocol() -> type:
 
 
 _PeerCheckedProtocol: Any = None
+
+
+def _make_server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, except that SIGTERM and Ctrl-C end it without being raised again once
+        it has stopped: the daemon removes its socket and pid file and lets go of its lock first."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            else:
+                self.should_exit = True
+
+    return Server
 
 
 def serve(settings: Settings, claude_dir: Path | None = None, spawned: bool = False,
