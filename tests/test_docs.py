@@ -2,7 +2,7 @@
 
 README.md is the page a newcomer reads: at most 300 lines, every page of docs/ linked from it,
 every relative link in it and in docs/ leading to a file (and heading) that exists, and every
-`jacked <command> --option` in its code blocks one the typer app really has.
+`jacked <command> --option` in the shell blocks of README and docs/ one the typer app really has.
 """
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ DOCS = ROOT / "docs"
 MAX_README_LINES = 300
 
 FENCE = re.compile(r"^(```|~~~)")
+SHELL_BLOCKS = {"", "bash", "sh", "shell", "console"}
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 # Shell operators that end one command and start the next.
-COMMAND_BREAK = re.compile(r"\s(?:&&|\|\||\||;)\s")
+COMMAND_BREAK = re.compile(r"\s(?:&&|\|\||\|)\s|;\s")
 # What ends a command's own words: a comment or a redirection.
 WORDS_END = re.compile(r"\s(?:#|[<>]).*$")
 JACKED_CALL = re.compile(r"(?:^|[\s/$])jacked\s+(.*)")
@@ -36,15 +37,23 @@ def doc_pages() -> list[Path]:
 
 
 def split_markdown(text: str) -> tuple[list[str], list[str]]:
-    """(prose lines, code-block lines) of a markdown text."""
+    """(prose lines, shell code-block lines) of a markdown text; other code blocks (JSON, a
+    directory tree) are neither."""
     prose: list[str] = []
     code: list[str] = []
-    in_code = False
+    fence: str | None = None  # the info string of the open code block
     for line in text.splitlines():
-        if FENCE.match(line.strip()):
-            in_code = not in_code
+        m = FENCE.match(line.strip())
+        if m:
+            fence = line.strip()[3:].strip().lower() if fence is None else None
             continue
-        (code if in_code else prose).append(line)
+        if fence is None:
+            prose.append(line)
+        elif fence == "console":  # a terminal copy: its commands follow a `$ ` prompt, the rest is output
+            if line.startswith("$ "):
+                code.append(line[2:])
+        elif fence in SHELL_BLOCKS:
+            code.append(line)
     return prose, code
 
 
@@ -100,7 +109,7 @@ def jacked_calls(code_lines: list[str]) -> list[tuple[str, list[str]]]:
     """Each `jacked ...` call in shell lines, as (the line, its words after `jacked`)."""
     calls = []
     for line in code_lines:
-        if line.lstrip().startswith(("$ ", "#")) and not line.lstrip().startswith("$ jacked"):
+        if line.lstrip().startswith("#"):
             continue
         for part in COMMAND_BREAK.split(line):
             m = JACKED_CALL.search(part)
@@ -140,10 +149,10 @@ def test_relative_links_resolve(page: Path) -> None:
     assert not broken, f"{page.name}: broken links: {broken}"
 
 
-def test_readme_commands_exist() -> None:
-    _, code = split_markdown(README.read_text(encoding="utf-8"))
+def command_problems(page: Path) -> tuple[int, list[str]]:
+    """(how many `jacked` calls the page's shell blocks hold, what is wrong with them)."""
+    _, code = split_markdown(page.read_text(encoding="utf-8"))
     calls = jacked_calls(code)
-    assert len(calls) >= 20, f"expected the README's command list, found {len(calls)} jacked calls"
     problems = []
     for line, words in calls:
         if not words or words[0].startswith("-"):
@@ -166,13 +175,26 @@ def test_readme_commands_exist() -> None:
                 option = word.split("=", 1)[0]
                 if option not in known:
                     problems.append(f"{line}: `jacked {name}` has no option {option}")
+    return len(calls), problems
+
+
+def test_readme_commands_exist() -> None:
+    count, problems = command_problems(README)
+    assert count >= 20, f"expected the README's command list, found {count} jacked calls"
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: p.name)
+def test_docs_commands_exist(page: Path) -> None:
+    _, problems = command_problems(page)
     assert not problems, "\n".join(problems)
 
 
 def test_the_checker_catches_a_wrong_command_and_option() -> None:
     """The command check itself: a made-up command and a made-up option are both reported."""
-    calls = jacked_calls(["jacked serch foo  # typo", ".venv/bin/jacked search x --nope && jacked status"])
-    assert [w[0] for _, w in calls] == ["serch", "search", "status"]
+    calls = jacked_calls(["jacked serch foo  # typo", ".venv/bin/jacked search x --nope && jacked status",
+                          "echo {} | jacked index --hook; echo done"])
+    assert [w[0] for _, w in calls] == ["serch", "search", "status", "index"]
     assert "serch" not in cli().commands
     assert "--nope" not in options_of(cli().commands["search"])
     assert "--type" in options_of(cli().commands["search"])
