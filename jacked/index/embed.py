@@ -175,16 +175,21 @@ def prepare_default_model_dir(cache_dir: Path | None = None, model_file: Path | 
     model_src = Path(model_file) if model_file is not None else _default_model_file()
     data_dir = Path(data_dir) if data_dir is not None else MODEL_DATA_DIR
     verdicts = cache_dir / _VERDICTS
+    sources = {"model.onnx": (model_src, MODEL_SHA256, _REPAIR_MODEL),
+               **{name: (data_dir / name, digest, _REPAIR_DATA) for name, digest in MODEL_DATA_SHA256.items()}}
     try:
         key = json.dumps([_MODEL_DIR_FORMAT, str(model_src.resolve()), model_src.stat().st_size,
                           str(data_dir.resolve())])
         final = cache_dir / f"all-MiniLM-L6-v2-int8-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
         if (final / "model.onnx").exists() and (final / "tokenizer.json").exists():
+            for name, (src, digest, repair) in sources.items():
+                if (final / name).is_symlink():  # an older jacked linked them: private copies instead
+                    verify_file(src, digest, repair, verdicts)
+                    _own_copy(src, final / name)
             _verify_model_dir(final, verdicts)
             return final
-        verify_file(model_src, MODEL_SHA256, _REPAIR_MODEL, verdicts)
-        for name, digest in MODEL_DATA_SHA256.items():
-            verify_file(data_dir / name, digest, _REPAIR_DATA, verdicts)
+        for src, digest, repair in sources.values():
+            verify_file(src, digest, repair, verdicts)
     except (DataFileError, FileNotFoundError) as exc:
         missing = f"{exc.filename} is missing: repair with `{_REPAIR_MODEL}`" if isinstance(exc, OSError) else ""
         raise EmbedError(missing or str(exc)) from exc
@@ -193,9 +198,8 @@ def prepare_default_model_dir(cache_dir: Path | None = None, model_file: Path | 
     tmp = cache_dir / f".tmp-{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        _own_copy(model_src, tmp / "model.onnx")
-        for name in MODEL_DATA_SHA256:
-            _own_copy(data_dir / name, tmp / name)
+        for name, (src, _, _) in sources.items():
+            _own_copy(src, tmp / name)
         (tmp / "jacked-model.json").write_text(
             json.dumps({"model": DEFAULT_MODEL, "sources": json.loads(key)}, indent=2) + "\n", encoding="utf-8")
         try:
@@ -262,11 +266,12 @@ def _optimized_model(ort: Any, model_dir: Path) -> Path | None:
         except OSError:
             if not graph.exists():
                 raise
-        return graph
     except Exception:  # a read-only or full disk: load the model as it is
         return None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _verify_optimized(folder, model_dir.parent / _VERDICTS)  # remembered: the next start only stats
+    return graph
 
 
 def _verify_optimized(folder: Path, verdicts: Path) -> None:

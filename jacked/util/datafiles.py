@@ -56,7 +56,8 @@ def _read_verdicts(store: Path) -> dict[str, list[int | str]]:
 
 def _write_verdict(store: Path, key: str, value: list[int | str]) -> None:
     """Add one verdict; a store that cannot be written (read-only JACKED_HOME) only costs a re-hash."""
-    verdicts = _read_verdicts(store)
+    # Files gone since (a model folder deleted to repair it) are dropped, so the store stays small.
+    verdicts = {k: v for k, v in _read_verdicts(store).items() if os.path.exists(k)}
     verdicts[key] = value
     tmp = store.with_name(f".{store.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
