@@ -379,8 +379,11 @@ def test_an_unchanged_file_is_hashed_once_across_processes(tmp_path: Path) -> No
         f"prepare_default_model_dir(__import__('pathlib').Path({str(tmp_path)!r}))\n"
         "print(len(hashed))\n"
     )
-    run = lambda: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                 cwd=Path(__file__).parents[1]).stdout.split()
+
+    def run() -> list[str]:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parents[1]).stdout.split()
+
     assert run() == ["0"]
     (tmp_path / "verified.json").unlink()  # no verdicts: each of the folder's 5 files is hashed again
     assert run() == ["5"]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from jacked.util import tokens
 from jacked.util.tokens import (
     BPE_FILE,
     BPE_SHA256,
@@ -115,12 +114,11 @@ def test_with_margin() -> None:
         with_margin(-1, 0.1)
 
 
-def _run(code: str, env_extra: dict[str, str], sys_path: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(code: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIKTOKEN", "DATA_GYM"))}
     env.update(env_extra)
-    prelude = f"import sys; sys.path[:0] = {sys_path!r}\n" if sys_path else ""
-    args = [sys.executable] + (["-S"] if sys_path else []) + ["-c", prelude + textwrap.dedent(code)]
-    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120, cwd=str(REPO))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=str(REPO))
 
 
 def test_works_without_network_and_without_a_tiktoken_plugin(tmp_path: Path) -> None:
