@@ -268,8 +268,8 @@ def test_many_hooks_mcp_clients_and_a_backfill_at_once(homes: tuple[Path, Path, 
         out, err = p.communicate("".join(json.dumps(r) + "\n" for r in requests).encode(), timeout=600)
         answers.append([json.loads(line) for line in out.decode().splitlines()])
     for h in hooks:
-        out, err = h.communicate(timeout=600)
-        assert h.returncode == 0 and not out and not err
+        assert h.wait(timeout=600) == 0
+        assert h.stdout.read() == b"" and h.stderr.read() == b""  # type: ignore[union-attr]
     backfill_out, backfill_err = procs[0].communicate(timeout=900)
     assert procs[0].returncode == 0, backfill_err
     assert json.loads(backfill_out)["errors"] == []
