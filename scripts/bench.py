@@ -16,6 +16,11 @@ ui        `jacked ui` on a generated 1,000-session catalog: the session list and
           HTTP (goal: each under 300 ms).
 hook      `jacked index --hook` after a one-turn append, median wall time with process start
           (goal <= 0.5 s), beside the bare `python -c pass` start time.
+daemon    on a copy of `--claude-dir`: warm `jacked search`, `jacked sessions` and `jacked index --hook`
+          through the daemon, and in their own process (JACKED_DAEMON=off), each ÷ a bare
+          `python -c pass` timed in alternation with them (goals: search <= 8x, hook and sessions
+          <= 6x); the RSS of three `jacked mcp` relays after a search each (goal <= 60 MB) and which
+          processes hold the model.
 scale     generated corpora of `--sizes` sessions (1000,3000 by default; add 10000 for the full
           run), built once and cached in `--cache` (/tmp/jacked-bench-cache), files dated by their
           sessions, a unique phrase planted in the oldest session. For each size: cold backfill ÷
@@ -906,9 +911,102 @@ def _print_scale(r: dict[str, float], first: dict[str, float]) -> None:
           f"archive {r['archive_kb']:.0f} KB", flush=True)
 
 
+def bench_daemon(claude_dir: Path, repeat: int, runs: int = 15) -> dict[str, float]:
+    import json
+    import os
+    import subprocess
+
+    work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
+    claude, home = work / "claude", work / "home"
+    shutil.copytree(claude_dir, claude)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
+    base.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), JACKED_USER_NAME="bench")
+    off, on = dict(base, JACKED_DAEMON="off"), dict(base, JACKED_DAEMON_IDLE_MINUTES="30")
+    exe = _jacked_exe()
+    session = next(p for p in sorted((claude / "projects").rglob("*.jsonl"))
+                   if not p.name.startswith("agent-") and p.stat().st_size > 10_000)
+    hook = json.dumps({"session_id": session.stem, "transcript_path": str(session), "hook_event_name": "Stop"})
+    commands = {"search": (["search", "plan mode manifest"], None), "sessions": (["sessions", "-n", "5"], None),
+                "hook": (["index", "--hook"], hook)}
+
+    def wall(cmd: list[str], env: dict[str, str], stdin: str | None = None) -> float:
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, input=stdin, text=True, capture_output=True, check=True)
+        return time.perf_counter() - t
+
+    out: dict[str, float] = {}
+    try:
+        subprocess.run(exe + ["backfill", "--json"], env=off, capture_output=True, check=True)
+        subprocess.run(exe + ["daemon", "start"], env=on, capture_output=True, check=True)
+        wall(exe + ["search", "warm up"], on)
+        times: dict[str, list[float]] = {"pass": []}
+        for mode, env in (("daemon", on), ("in-process", off)):
+            for name, (args, stdin) in commands.items():
+                times[f"{mode} {name}"] = []
+        for _ in range(runs):  # in alternation, so that the machine's swings hit every figure alike
+            times["pass"].append(wall([sys.executable, "-c", "pass"], base))
+            for mode, env in (("daemon", on), ("in-process", off)):
+                for name, (args, stdin) in commands.items():
+                    times[f"{mode} {name}"].append(wall(exe + args, env, stdin))
+        bare = statistics.median(times["pass"])
+        print(f"daemon: {runs} runs each, in alternation, on {claude_dir}")
+        print(f"  bare `python -c pass`: median {bare * 1000:.0f} ms "
+              f"(range {min(times['pass']) * 1000:.0f}-{max(times['pass']) * 1000:.0f})")
+        goals = {"search": 8, "sessions": 6, "hook": 6}
+        for key, ts in times.items():
+            if key == "pass":
+                continue
+            med = statistics.median(ts)
+            name = key.split()[1]
+            goal = f" (goal <= {goals[name]}x)" if key.startswith("daemon") else ""
+            print(f"  {key:22s}: median {med * 1000:6.0f} ms (range {min(ts) * 1000:.0f}-{max(ts) * 1000:.0f}), "
+                  f"{med / bare:5.1f}x bare{goal}")
+            out[f"{key.replace(' ', '_')}_ratio"] = med / bare
+        out.update(_relays_rss(exe, on, home))
+    finally:
+        subprocess.run(exe + ["daemon", "stop"], env=on, capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _relays_rss(exe: list[str], env: dict[str, str], home: Path, relays: int = 3) -> dict[str, float]:
+    """Three `jacked mcp` relays, each after one search: their RSS, the daemon's, and which hold the model."""
+    import json
+    import subprocess
+
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "search", "arguments": {"query": "plan mode manifest"}}}]
+    procs = [subprocess.Popen(exe + ["mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL) for _ in range(relays)]
+    rss, model = [], []
+    try:
+        for p in procs:
+            assert p.stdin is not None and p.stdout is not None
+            p.stdin.write("".join(json.dumps(m) + "\n" for m in msgs).encode())
+            p.stdin.flush()
+            answers = [p.stdout.readline(), p.stdout.readline()]
+            assert all(answers), "a relay gave no answer"
+            rss.append(_status_mb(p.pid, "VmRSS"))
+            model.append("onnxruntime" in Path(f"/proc/{p.pid}/maps").read_text())
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    status = json.loads(subprocess.run(exe + ["daemon", "status", "--json"], env=env, capture_output=True,
+                                       text=True, check=True).stdout)
+    daemon_model = "onnxruntime" in Path(f"/proc/{status['pid']}/maps").read_text()
+    print(f"  `jacked mcp` relays after a search: {', '.join(f'{r:.0f}' for r in rss)} MB RSS (goal <= 60 each); "
+          f"model loaded in {sum(model)} of them and {'in' if daemon_model else 'not in'} the daemon "
+          f"({status['rss_mb']:.0f} MB)")
+    return {"mcp_relay_rss_mb": max(rss), "relays_with_model": float(sum(model)), "daemon_rss_mb": status["rss_mb"]}
+
+
 BENCHES = {"scan": bench_scan, "backfill": bench_backfill, "search": bench_search, "rss": bench_rss,
            "hook": bench_hook, "stats": bench_stats,
-           "ui": bench_ui, "scale": bench_scale}
+           "ui": bench_ui, "daemon": bench_daemon, "scale": bench_scale}
 
 
 def main() -> int:
