@@ -112,10 +112,22 @@ def count_session(path: Path) -> dict[str, Any]:
     """Turns, tool calls, API calls, tokens and inline sidechains of one main session file."""
     recs = list(records(path))
     typed: set[str] = set()  # texts written as user prompt lines: a queued copy of one is not a turn
+    # ...unless the queue says it went to the model inside the running turn (2.1.x): a `remove`
+    # (reason "absorbed_mid_turn", or none before 2.1.246) or a `queued_command` attachment. Then
+    # no user line is written for it, and a later line with the same words is another prompt.
+    absorbed: set[str] = set()
     for r in recs:
         start = turn_start(r)
         if start and start[1] is not None:
             typed |= prompt_keys(start[1])
+        if r.get("type") == "queue-operation" and r.get("operation") == "remove" \
+                and r.get("reason", "absorbed_mid_turn") == "absorbed_mid_turn":
+            text = joined_text(r.get("content"))
+            absorbed |= prompt_keys(text) if text else set()
+        att = r.get("attachment")
+        if r.get("type") == "attachment" and isinstance(att, dict) and att.get("type") == "queued_command":
+            text = joined_text(att.get("prompt"))
+            absorbed |= prompt_keys(text) if text else set()
     turns: list[dict[str, Any]] = []
     results: dict[str, bool] = {}  # tool_use_id -> is_error of its first result
     usage: dict[str, dict[str, Any]] = {}  # message.id -> last usage seen
@@ -146,7 +158,7 @@ def count_session(path: Path) -> dict[str, Any]:
         kind = r.get("type")
         if kind == "queue-operation" and r.get("operation") == "enqueue":
             text = joined_text(r.get("content"))
-            if text is not None and not (prompt_keys(text) & typed):
+            if text is not None and (prompt_keys(text) & absorbed or not (prompt_keys(text) & typed)):
                 turns.append(new_turn(turns[-1]["index"] + 1 if turns else 1, "queued", text))
                 queued += 1
             continue

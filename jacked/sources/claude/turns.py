@@ -42,13 +42,14 @@ from jacked.sources.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 11
+PARSER_VERSION = 12
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 
 COMMAND_OUTPUT_OPEN, COMMAND_OUTPUT_CLOSE = "<local-command-stdout>", "</local-command-stdout>"
 NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
 NOTIFICATION_PREFIX = "<task-notification>"
+ABSORBED_REASON = "absorbed_mid_turn"  # a queue `remove`: the message went to the running turn
 KNOWN_TYPES = frozenset({
     "user", "assistant", "system", "summary", "attachment", "progress", "file-history-snapshot",
     "queue-operation", "permission-mode", "last-prompt", "ai-title", "custom-title", "pr-link",
@@ -390,6 +391,11 @@ class FileBuilder:
             self._snapshot(rec)
         elif rtype == "queue-operation":
             self._queue_operation(rec)
+        elif rtype == "attachment":
+            att = rec.get("attachment")
+            if att.__class__ is dict and att.get("type") == "queued_command":
+                # 2.1.x: a queued message handed to the model inside the running turn
+                self._queued_delivered(att.get("prompt"))
         elif rtype == "permission-mode":
             mode = rec.get("permissionMode")
             if mode.__class__ is str:
@@ -398,8 +404,14 @@ class FileBuilder:
     def _queue_operation(self, rec: dict[str, Any]) -> None:
         """An `enqueue` is a message typed while Claude worked (2.1.x writes nothing else for
         it): a turn starts at its time, unless a user line with the same text follows, which
-        then wins (see `_start_turn`). Other operations carry no message."""
-        if rec.get("operation") != "enqueue":
+        then wins (see `_start_turn`). A `remove` of the same text (2.1.x: handed to the model
+        inside the running turn) settles it as a prompt."""
+        operation = rec.get("operation")
+        if operation == "remove":
+            if rec.get("reason") in (None, ABSORBED_REASON):  # no reason: the same, before 2.1.246
+                self._queued_delivered(rec.get("content"))
+            return
+        if operation != "enqueue":
             return
         content = rec.get("content")
         text = _text_of(content) if content is not None else ""
@@ -417,6 +429,17 @@ class FileBuilder:
                 return
             self._start_turn(prompt, ts, slash, started_by="queued", queued=True)
         self.queued_open.append((len(self.turns) - 1, queue_key(text)))
+
+    def _queued_delivered(self, content: Any) -> None:
+        """A queued message reached the model mid-turn: no user line will repeat it, so its turn
+        stands even if the next prompt happens to have the same text."""
+        if content.__class__ is not str and content.__class__ is not list:
+            return
+        key = queue_key(_text_of(content))
+        for i, (_, k) in enumerate(self.queued_open):
+            if k == key:
+                del self.queued_open[i]
+                return
 
     def _snapshot(self, rec: dict[str, Any]) -> None:
         """Record new file-history backups: an update belongs to the running turn, a fresh
