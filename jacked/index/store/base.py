@@ -127,7 +127,7 @@ class SearchFilter:
     user_name: str | None = None
     session_ids: list[str] | None = None
     since_ts: float | None = None  # payload ts >= since_ts (epoch seconds)
-    extra: list[tuple[str, str, Any]] = field(default_factory=list)  # more ("value"|"any"|"gte"|"set", key, operand)
+    extra: list[tuple[str, str, Any]] = field(default_factory=list)  # more ("value"|"any"|"gte"|"lt"|"set", key, operand)
 
     def matches_nothing(self) -> bool:
         """True when an empty value list makes the filter unsatisfiable."""
@@ -431,7 +431,7 @@ class VectorStore(abc.ABC):
 
     @abc.abstractmethod
     def _condition(self, op: str, key: str, operand: Any) -> Any:
-        """One filter condition: `op` is "value" (equals), "any" (one of), "gte" (float range) or "set"
+        """One filter condition: `op` is "value" (equals), "any" (one of), "gte" / "lt" (float range) or "set"
         (the field has a value; `operand` unused: Qdrant Edge's binding reads a bool as an int, so a
         marker is matched by its presence)."""
 
