@@ -73,6 +73,15 @@ def test_sessions_are_the_same(catalog: Catalog) -> None:
     assert not problems, "sessions (id: turn count) differ\n" + "\n".join(problems)
 
 
+def test_first_prompts_are_what_was_typed(catalog: Catalog) -> None:
+    """Issue 37: a session's first prompt is the user's words, not the IDE's wrappers or a
+    command's markup (a list shows the head of a long one)."""
+    jacked = {r["session_id"]: (r["first_prompt"] or "")[:200] for r in list_sessions(catalog)}
+    mine = {sid: ANSI.sub("", s["first_prompt"] or "")[:200] for sid, s in COUNTED["sessions"].items()}
+    problems = _diff("first prompt", jacked, mine)
+    assert not problems, "first prompts differ\n" + "\n".join(problems)
+
+
 @pytest.mark.parametrize("sid", SESSIONS)
 def test_turns(catalog: Catalog, sid: str) -> None:
     """Per turn: what started it, its prompt, main-chain tool calls and errors, API calls, tokens."""

@@ -303,3 +303,32 @@ def test_a_user_line_from_a_task_origin_is_a_notification(tmp_path: Path) -> Non
     data = session_of(tmp_path, recs)
     assert [(t["prompt"], t["started_by"]) for t in data["turns"]] == [
         ("watch the PR", "prompt"), (None, "notification")]
+
+
+def test_prompt_is_what_was_typed_and_the_ide_context_is_kept(tmp_path: Path) -> None:
+    # the shapes of the real 2.0.x fixtures (VS Code extension; /mcp typed in the terminal)
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    selection = ("<ide_selection>The user selected the lines 206 to 207 from /home/dev/projects/demo/README.md:\n"
+                 f"export GITHUB_TOKEN={token}\n\nThis may or may not be related to the current task.</ide_selection>")
+    opened = ("<ide_opened_file>The user opened the file /home/dev/projects/demo/app.py in the IDE. This may or "
+              "may not be related to the current task.</ide_opened_file>")
+    recs = [prompt([{"type": "text", "text": selection}, {"type": "text", "text": "why is this token here?"}], 0),
+            assistant("m1", text("It should not be."), 1),
+            prompt("<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n"
+                   "            <command-args></command-args>", 2),
+            prompt(opened + "\nrename main() to run()", 3), assistant("m2", text("Renamed."), 4)]
+    data = session_of(tmp_path, recs)
+    assert [(t["prompt"], t["is_slash_command"]) for t in data["turns"]] == [
+        ("why is this token here?", False), ("/mcp", True), ("rename main() to run()", False)]
+    first, command, last = data["turns"]
+    assert [c["kind"] for c in first["context"]] == ["ide_selection"]
+    assert "README.md" in first["context"][0]["text"] and token not in first["context"][0]["text"]
+    assert command["context"] == []
+    assert last["context"] == [{"kind": "ide_opened_file", "text": opened[len("<ide_opened_file>"):-len(
+        "</ide_opened_file>")]}]
+    assert data["row"]["first_prompt"] == "why is this token here?"
+    assert token not in json.dumps(data)
+    # the context stays searchable: it is part of the turn's text for the index's chunk windows
+    event_texts = Catalog(tmp_path / "home" / "catalog.db").event_texts(SID)
+    assert any("/home/dev/projects/demo/app.py" in x for x in event_texts[3])
+    assert any("README.md" in x and token not in x for x in event_texts[1])

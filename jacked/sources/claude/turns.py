@@ -39,12 +39,14 @@ from jacked.sources.model import (
     Turn,
     TurnEvent,
     slash_command_text,
+    typed_prompt,
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
 PARSER_VERSION = 12
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
+MAX_CONTEXT_CHARS = 2_000  # an IDE selection kept as a turn's context
 
 COMMAND_OUTPUT_OPEN, COMMAND_OUTPUT_CLOSE = "<local-command-stdout>", "</local-command-stdout>"
 NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
@@ -531,6 +533,9 @@ class FileBuilder:
         if started_by is not None and not queued and self.queued_open:
             self._settle_queued(key if key is not None else queue_key(prompt or "", slash))
         index = 0 if started_by is None else max(1, self.turns[-1].index + 1 if self.turns else 1)
+        context: list[dict[str, str]] = []
+        if prompt is not None:  # shown as typed; the file or selection the IDE added is kept as context
+            prompt, context = typed_prompt(prompt, slash)
         turn = Turn(index=index, prompt=prompt, started_at=ts, is_slash_command=slash, ended_at=ts,
                     started_by=started_by)
         if not queued and self._line_uuid.__class__ is str:
@@ -538,7 +543,7 @@ class FileBuilder:
         self._dirty.append(turn)
         self._stop = None
         if started_by is not None and not self.is_subagent_file:
-            self._start_events(turn, self.cur, prompt, slash, ts)
+            self._start_events(turn, self.cur, prompt, slash, ts, context)
         if prompt is not None and self.pending_backups:
             turn.backups.extend(self.pending_backups)
             self.pending_backups = []
@@ -549,12 +554,18 @@ class FileBuilder:
         self.cur_msg_calls = {}
         return turn
 
-    def _start_events(self, turn: Turn, prev: Turn | None, prompt: str | None, slash: bool, ts: str | None) -> None:
-        """The state the turn starts from (its model and backed-up files are settled by `finalize`)
+    def _start_events(self, turn: Turn, prev: Turn | None, prompt: str | None, slash: bool, ts: str | None,
+                      context: list[dict[str, str]]) -> None:
+        """The state the turn starts from (its model and backed-up files are settled by `finalize`;
+        the file or selection open in the IDE, redacted here: snapshots are not redacted later)
         and, when its prompt corrects the turn before it, that feedback."""
-        turn.events.append(TurnEvent("snapshot", ts, {
+        data: dict[str, Any] = {
             "cwd": self.cur_cwd or self.cwd, "git_branch": self.git_branch, "version": self.version_last,
-            "model": None, "permission_mode": self.permission_mode}))
+            "model": None, "permission_mode": self.permission_mode}
+        if context:
+            texts = redact_many([strip_ansi(short(c["text"], MAX_CONTEXT_CHARS)) for c in context])
+            data["ide_context"] = [{"kind": c["kind"], "text": t} for c, t in zip(context, texts)]
+        turn.events.append(TurnEvent("snapshot", ts, data))
         if (dec.CORRECTIONS_KEPT and prompt and not slash and prev is not None
                 and (prev.assistant_text or prev.invocations)):
             cue = dec.correction_cue(prompt)
