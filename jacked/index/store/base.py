@@ -134,7 +134,7 @@ class SearchFilter:
         return self.content_types == [] or self.session_ids == []
 
     def conditions(self) -> list[tuple[str, str, Any]]:
-        """Backend-neutral conditions: ``("value"|"any"|"gte"|"set", field, operand)``."""
+        """Backend-neutral conditions: ``("value"|"any"|"gte"|"lt"|"set", field, operand)``."""
         out: list[tuple[str, str, Any]] = []
         if self.content_types is not None:
             out.append(("any", "content_type", list(self.content_types)))
