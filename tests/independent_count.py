@@ -91,6 +91,23 @@ def turn_start(rec: dict[str, Any]) -> tuple[str, str | None] | None:
     return ("prompt", text)
 
 
+IDE_RE = re.compile(r"\s*<(ide_opened_file|ide_selection)>.*?</\1>\s*", re.S)
+
+
+def as_typed(text: str) -> str:
+    """A prompt as the user typed it: a slash command as `/name args`; the `<ide_opened_file>` /
+    `<ide_selection>` blocks the IDE extension puts before the words left out (kept if nothing follows)."""
+    m = COMMAND_RE.search(text)
+    if m:
+        a = ARGS_RE.search(text)
+        name = m.group(1) if m.group(1).startswith("/") else "/" + m.group(1)
+        return (name + " " + (a.group(1).strip() if a else "")).strip()
+    rest = text
+    while IDE_RE.match(rest):
+        rest = rest[IDE_RE.match(rest).end():]
+    return rest if rest.strip() else text
+
+
 def prompt_keys(text: str) -> set[str]:
     """How a queued message may be written again as a user line: its text, or for a slash
     command `/name args` (the user line holds `<command-name>/name</command-name>…`)."""
@@ -112,10 +129,22 @@ def count_session(path: Path) -> dict[str, Any]:
     """Turns, tool calls, API calls, tokens and inline sidechains of one main session file."""
     recs = list(records(path))
     typed: set[str] = set()  # texts written as user prompt lines: a queued copy of one is not a turn
+    # ...unless the queue says it went to the model inside the running turn (2.1.x): a `remove`
+    # (reason "absorbed_mid_turn", or none before 2.1.246) or a `queued_command` attachment. Then
+    # no user line is written for it, and a later line with the same words is another prompt.
+    absorbed: set[str] = set()
     for r in recs:
         start = turn_start(r)
         if start and start[1] is not None:
             typed |= prompt_keys(start[1])
+        if r.get("type") == "queue-operation" and r.get("operation") == "remove" \
+                and r.get("reason", "absorbed_mid_turn") == "absorbed_mid_turn":
+            text = joined_text(r.get("content"))
+            absorbed |= prompt_keys(text) if text else set()
+        att = r.get("attachment")
+        if r.get("type") == "attachment" and isinstance(att, dict) and att.get("type") == "queued_command":
+            text = joined_text(att.get("prompt"))
+            absorbed |= prompt_keys(text) if text else set()
     turns: list[dict[str, Any]] = []
     results: dict[str, bool] = {}  # tool_use_id -> is_error of its first result
     usage: dict[str, dict[str, Any]] = {}  # message.id -> last usage seen
@@ -146,13 +175,14 @@ def count_session(path: Path) -> dict[str, Any]:
         kind = r.get("type")
         if kind == "queue-operation" and r.get("operation") == "enqueue":
             text = joined_text(r.get("content"))
-            if text is not None and not (prompt_keys(text) & typed):
-                turns.append(new_turn(turns[-1]["index"] + 1 if turns else 1, "queued", text))
+            if text is not None and (prompt_keys(text) & absorbed or not (prompt_keys(text) & typed)):
+                turns.append(new_turn(turns[-1]["index"] + 1 if turns else 1, "queued", as_typed(text)))
                 queued += 1
             continue
         start = turn_start(r)
         if start:
-            turns.append(new_turn(turns[-1]["index"] + 1 if turns else 1, start[0], start[1]))
+            prompt = as_typed(start[1]) if start[1] is not None else None
+            turns.append(new_turn(turns[-1]["index"] + 1 if turns else 1, start[0], prompt))
             continue
         if kind == "assistant":
             if not turns:  # assistant lines before the first prompt form turn 0
@@ -244,6 +274,10 @@ def count_dir(claude_dir: Path | str) -> dict[str, Any]:
             # turns numbered from 1 (prompt, queued or notification); turn 0 is not a turn anyone started
             "turn_count": len([t for t in turns if t["index"] > 0]), "turns": turns,
             "prompts": [t["prompt"] for t in turns if t["index"] > 0],
+            # what a session list shows: the first typed prompt, else the first command
+            "first_prompt": next((t["prompt"] for t in turns if t["index"] > 0 and t["prompt"]
+                                  and not t["prompt"].startswith("/")), None)
+            or next((t["prompt"] for t in turns if t["index"] > 0 and t["prompt"]), None),
             "tool_calls": sum(t["tool_calls"] for t in turns), "tool_errors": sum(t["tool_errors"] for t in turns),
             "api_calls": sum(t["api_calls"] for t in turns),
             "input_tokens": sum(t["input_tokens"] for t in turns),

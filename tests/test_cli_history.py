@@ -82,6 +82,17 @@ def test_show_marks_parallel_batches_and_errors(home: Path) -> None:
     assert "✗" in err.stdout
 
 
+def test_show_gives_the_typed_prompt_and_the_ide_context(home: Path) -> None:
+    # issue 37: the real fixture's prompts start with an <ide_opened_file> wrapper; /mcp was typed
+    p = run(["show", "9e953218", "--turn", "1"], home)
+    assert p.returncode == 0, p.stderr
+    assert "> I have @public/tokenizer.css" in p.stdout and "<ide_opened_file>" not in p.stdout
+    assert "IDE: The user opened the file" in p.stdout  # (piped output wraps at 80 columns today)
+    mcp = json.loads(run(["turns", "0d3a8e6f", "--json"], home).stdout)
+    assert "/mcp" in [t["prompt"] for t in mcp["turns"]]
+    assert not any("<command-name>" in (t["prompt"] or "") for t in mcp["turns"])
+
+
 @pytest.mark.parametrize("args", [["turns", "zzzz-not-a-session"], ["turns", "0"], ["show", "ef958aa1", "--turn", "99"],
                                   ["sessions", "-n", "0"], ["turns"], ["no-such-command"]])
 def test_bad_input_is_one_clean_line(home: Path, args: list[str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import independent_count as ic
@@ -15,10 +16,12 @@ import pytest
 from kit import REAL, scanned_real
 
 from jacked.catalog import Catalog
+from jacked.ingest.scan import Scanner
 from jacked.query.history import list_sessions, turns_json
 
 COUNTED = ic.count_dir(REAL)  # cheap (well under a second): done at import so tests parametrize by session
 SESSIONS = sorted(COUNTED["sessions"])
+QUEUED = Path(__file__).resolve().parent / "fixtures" / "claude_queued"
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
@@ -70,10 +73,35 @@ def test_sessions_are_the_same(catalog: Catalog) -> None:
     assert not problems, "sessions (id: turn count) differ\n" + "\n".join(problems)
 
 
+def test_first_prompts_are_what_was_typed(catalog: Catalog) -> None:
+    """Issue 37: a session's first prompt is the user's words, not the IDE's wrappers or a
+    command's markup (a list shows the head of a long one)."""
+    jacked = {r["session_id"]: (r["first_prompt"] or "")[:200] for r in list_sessions(catalog)}
+    mine = {sid: ANSI.sub("", s["first_prompt"] or "")[:200] for sid, s in COUNTED["sessions"].items()}
+    problems = _diff("first prompt", jacked, mine)
+    assert not problems, "first prompts differ\n" + "\n".join(problems)
+
+
 @pytest.mark.parametrize("sid", SESSIONS)
 def test_turns(catalog: Catalog, sid: str) -> None:
     """Per turn: what started it, its prompt, main-chain tool calls and errors, API calls, tokens."""
-    mine = COUNTED["sessions"][sid]
+    _check(sid, _turn_problems(catalog, sid, COUNTED["sessions"][sid]))
+
+
+def test_queued_and_delivered_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37: a real 2.1.114 turn with a message queued and handed to the model inside it
+    (tests/fixtures/claude_queued): the same turns by both readings, the queued one among them."""
+    monkeypatch.setenv("JACKED_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    counted = ic.count_dir(QUEUED)
+    cat = Catalog(tmp_path / "catalog.db")
+    Scanner(cat, QUEUED).scan()
+    assert [t["started_by"] for s in counted["sessions"].values() for t in s["turns"]] == ["prompt", "queued", "prompt"]
+    for sid, mine in counted["sessions"].items():
+        _check(sid, _turn_problems(cat, sid, mine))
+
+
+def _turn_problems(catalog: Catalog, sid: str, mine: dict[str, Any]) -> list[str]:
     turns = turns_json(catalog, sid)["turns"]
 
     def shape(started_by: Any, prompt: Any, *figures: int) -> tuple[Any, ...]:
@@ -99,7 +127,7 @@ def test_turns(catalog: Catalog, sid: str) -> None:
                        + mine["cache_creation_tokens"]})
     problems += _diff("session", {"api_calls": sum(t["metrics"]["api_calls"] for t in turns)},
                       {"api_calls": mine["api_calls"]})
-    _check(sid, problems)
+    return problems
 
 
 @pytest.mark.parametrize("sid", SESSIONS)

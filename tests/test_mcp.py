@@ -159,7 +159,9 @@ def test_retrieve_answer_fits_the_bound_with_its_whole_context(tmp_path: Path,
         r = json.loads(text)
         assert count_tokens(r["context"]) == r["used"] and with_margin(r["used"], margin) <= r["budget"]
         assert r["context"].endswith(FOOTER + "\n") and r["used"] > 5000
-        assert r["omitted_total"] > len(r["omitted"]) > 0
+        assert r["omitted_total"] > len(r["omitted"])
+        # with headroom the list keeps a run of entries; without, the shrunk budget may leave it none
+        assert len(r["omitted"]) > 0 or not headroom
         if headroom:
             assert r["budget"] == MAX_RESULT_TOKENS - headroom
         else:

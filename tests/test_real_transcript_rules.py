@@ -140,6 +140,47 @@ def test_queued_message_then_its_user_line_after_more_work_folds_back(tmp_path: 
         ("run the suite", ["Bash"]), ("then fix what fails", ["Edit"])]
 
 
+def _absorbed(text_: str, t: int, reason: str | None = "absorbed_mid_turn") -> list[dict]:
+    """2.1.x: a queued message handed to the model inside the running turn (no user line follows):
+    a `queued_command` attachment holding its text, then the queue's `remove`."""
+    attachment = base(t, type="attachment", attachment={"type": "queued_command", "prompt": text_,
+                                                       "commandMode": "prompt", "origin": {"kind": "human"}})
+    remove = _queue(text_, t, "remove")
+    if reason is not None:
+        remove["reason"] = reason
+    return [attachment, remove]
+
+
+def test_queued_message_delivered_mid_turn_is_a_prompt_at_its_time(tmp_path: Path) -> None:
+    recs = [prompt("run the suite", 0), assistant("m1", tool_use("t1", "Bash", command="pytest"), 1),
+            _queue("yes", 2),  # typed while the tests ran
+            result("t1", "2 failed", t=3), *_absorbed("yes", 4),
+            assistant("m2", text("Going ahead with the fix."), 5),
+            assistant("m3", tool_use("t2", "Edit", file_path="/x.py"), 6), result("t2", "ok", t=7),
+            system("turn_duration", 8, durationMs=8000),
+            # later, the same word typed as a prompt of its own: not the queued message's user line
+            prompt("yes", 20), assistant("m4", tool_use("t3", "Bash", command="git push"), 21),
+            result("t3", "ok", t=22)]
+    data = session_of(tmp_path, recs)
+    assert [(t["index"], t["prompt"], t["started_by"], t["started_at"], [i["tool_name"] for i in t["invocations"]])
+            for t in data["turns"]] == [
+        (1, "run the suite", "prompt", "2026-03-01T10:00:00.000Z", ["Bash"]),
+        (2, "yes", "queued", "2026-03-01T10:00:02.000Z", ["Edit"]),
+        (3, "yes", "prompt", "2026-03-01T10:00:20.000Z", ["Bash"])]
+    assert data["row"]["turn_count"] == 3
+
+
+def test_queued_message_removed_without_a_reason_is_delivered_too(tmp_path: Path) -> None:
+    # before 2.1.246 the `remove` of an absorbed message names no reason (and a later copy of the
+    # text typed again is a prompt of its own)
+    recs = [prompt("deploy", 0), _queue("and tag it", 1), assistant("m1", tool_use("t1", "Bash", command="make"), 2),
+            _queue("and tag it", 3, "remove"), result("t1", "ok", t=3), assistant("m2", text("tagged too"), 4),
+            prompt("and tag it", 10), assistant("m3", text("already tagged"), 11)]
+    data = session_of(tmp_path, recs)
+    assert [(t["prompt"], t["started_by"]) for t in data["turns"]] == [
+        ("deploy", "prompt"), ("and tag it", "queued"), ("and tag it", "prompt")]
+
+
 def test_queued_slash_command_matches_its_command_line(tmp_path: Path) -> None:
     recs = [_queue([{"type": "text", "text": "/init"}], 0), _queue(None, 0, "dequeue"),
             prompt("<command-message>init is analyzing your codebase…</command-message>\n"
@@ -262,3 +303,32 @@ def test_a_user_line_from_a_task_origin_is_a_notification(tmp_path: Path) -> Non
     data = session_of(tmp_path, recs)
     assert [(t["prompt"], t["started_by"]) for t in data["turns"]] == [
         ("watch the PR", "prompt"), (None, "notification")]
+
+
+def test_prompt_is_what_was_typed_and_the_ide_context_is_kept(tmp_path: Path) -> None:
+    # the shapes of the real 2.0.x fixtures (VS Code extension; /mcp typed in the terminal)
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    selection = ("<ide_selection>The user selected the lines 206 to 207 from /home/dev/projects/demo/README.md:\n"
+                 f"export GITHUB_TOKEN={token}\n\nThis may or may not be related to the current task.</ide_selection>")
+    opened = ("<ide_opened_file>The user opened the file /home/dev/projects/demo/app.py in the IDE. This may or "
+              "may not be related to the current task.</ide_opened_file>")
+    recs = [prompt([{"type": "text", "text": selection}, {"type": "text", "text": "why is this token here?"}], 0),
+            assistant("m1", text("It should not be."), 1),
+            prompt("<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n"
+                   "            <command-args></command-args>", 2),
+            prompt(opened + "\nrename main() to run()", 3), assistant("m2", text("Renamed."), 4)]
+    data = session_of(tmp_path, recs)
+    assert [(t["prompt"], t["is_slash_command"]) for t in data["turns"]] == [
+        ("why is this token here?", False), ("/mcp", True), ("rename main() to run()", False)]
+    first, command, last = data["turns"]
+    assert [c["kind"] for c in first["context"]] == ["ide_selection"]
+    assert "README.md" in first["context"][0]["text"] and token not in first["context"][0]["text"]
+    assert command["context"] == []
+    assert last["context"] == [{"kind": "ide_opened_file", "text": opened[len("<ide_opened_file>"):-len(
+        "</ide_opened_file>")]}]
+    assert data["row"]["first_prompt"] == "why is this token here?"
+    assert token not in json.dumps(data)
+    # the context stays searchable: it is part of the turn's text for the index's chunk windows
+    event_texts = Catalog(tmp_path / "home" / "catalog.db").event_texts(SID)
+    assert any("/home/dev/projects/demo/app.py" in x for x in event_texts[3])
+    assert any("README.md" in x and token not in x for x in event_texts[1])

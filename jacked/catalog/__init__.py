@@ -513,15 +513,18 @@ class Catalog:
             "is_error, timestamp FROM invocations WHERE session_id = ? ORDER BY owner, turn_index, ord", (session_id,))]
 
     def event_texts(self, session_id: str) -> dict[int, list[str]]:
-        """turn index → the texts of its events (command outputs, notification summaries)."""
+        """turn index → the texts of its events (command outputs, notification summaries, the file
+        or selection open in the IDE as the prompt was sent)."""
         out: dict[int, list[str]] = {}
         for turn_index, data in self.db.execute(
-                "SELECT turn_index, data FROM turn_events WHERE session_id = ? AND type IN ('command_output', "
-                "'notification') ORDER BY turn_index, ord", (session_id,)):
+                "SELECT turn_index, data FROM turn_events WHERE session_id = ? AND (type IN ('command_output', "
+                "'notification') OR (type = 'snapshot' AND data LIKE '%\"ide_context\"%')) ORDER BY turn_index, ord",
+                (session_id,)):
             d = orjson.loads(data or "{}")
+            texts = [c["text"] for c in d.get("ide_context") or [] if c.get("text")]
             text = d.get("output") or d.get("summary")
-            if text:
-                out.setdefault(turn_index, []).append(text)
+            for t in [text] + texts if text else texts:
+                out.setdefault(turn_index, []).append(t)
         return out
 
     def subagent_rows(self, session_id: str) -> list[dict[str, Any]]:

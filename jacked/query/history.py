@@ -116,6 +116,8 @@ def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
             "metrics": metrics,
             **marks.get(t["turn_index"], {"decisions": [], "feedback": [], "snapshot": None}),
         })
+        # the file or selection open in the IDE when the prompt was sent (the prompt is what was typed)
+        turns[-1]["context"] = (turns[-1]["snapshot"] or {}).get("ide_context") or []
     subagents = [{
         "agent_id": a["agent_id"], "agent_type": a["agent_type"], "description": a["description"],
         "layout": a["layout"], "tool_use_id": a["tool_use_id"], "turn_index": a["turn_index"],

@@ -30,6 +30,7 @@ from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.index.content_types import CONTENT_TYPES, SCOPES
 from jacked.query.filters import conditions as filter_conditions
+from jacked.query.timephrase import find_time_phrase
 from jacked.util.time import age_days, now_utc, relative_age
 
 MAX_QUERY_CHARS = 2000
@@ -197,7 +198,7 @@ class Searcher:
 
     def search(self, query: str, opts: SearchOptions) -> dict[str, Any]:
         """The `search --json` object for one query."""
-        from jacked.index.store import SearchFilter
+        from jacked.index.store import TS_FIELD, SearchFilter
 
         opts.validate()
         q = sanitize_query(query)
@@ -206,10 +207,24 @@ class Searcher:
                   **opts.filters}
         if opts.mine:
             values["user"] = self.settings.user_name
-        flt = SearchFilter(content_types=opts.content_types(), extra=filter_conditions(values, now))
-        phrases = exact_phrases(q)
+        extra = filter_conditions(values, now)
+        # Time words ("last week", "in March") are the date range the user means, in the local
+        # zone, unless a date filter is given explicitly; the legs then search the other words.
+        when = find_time_phrase(q, now.astimezone())
+        time_filter: dict[str, Any] | None = None
+        searched = q
+        if when is not None:
+            explicit = [name for name in ("since", "until") if values.get(name)]
+            time_filter = {**when.as_json(), "applied": not explicit}
+            if explicit:
+                time_filter["overridden_by"] = explicit
+            else:
+                extra += [("gte", TS_FIELD, when.since.timestamp()), ("lt", TS_FIELD, when.until.timestamp())]
+                searched = when.rest(q) or q
+        flt = SearchFilter(content_types=opts.content_types(), extra=extra)
+        phrases = exact_phrases(searched)
         # Quotes and backticks mark a phrase; the legs get the words alone.
-        words = _QUOTED.sub(lambda m: m.group(1) or m.group(2), q) if phrases else q
+        words = _QUOTED.sub(lambda m: m.group(1) or m.group(2), searched) if phrases else searched
         # The model embeds the query on another thread (onnxruntime lets go of the GIL) while
         # the lexical leg runs and the catalog is read for its hits. Qdrant Edge keeps the GIL
         # through a query: the lexical leg waits until the model's run has begun, or the run
@@ -231,7 +246,10 @@ class Searcher:
         _mark_exact(exact, keys, sessions)
         results = self._rank(sessions, opts, now)
         confidence = self._confidence(results, sparse_vec)
-        return {"query": q, "confidence": confidence, "results": results}
+        answer: dict[str, Any] = {"query": q, "confidence": confidence, "results": results}
+        if time_filter is not None:
+            answer["time_filter"] = time_filter
+        return answer
 
     def _point_keys(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """point id → its session, content hash, user and the session's repo and times."""

@@ -260,11 +260,36 @@ class Session:
 
 
 def slash_command_text(prompt: str) -> str:
-    """A slash-command line as the user typed it: "/name args" (its markup dropped)."""
+    """A slash-command line as the user typed it: "/name args" (its markup dropped; old files
+    write some names without their slash)."""
     name = _COMMAND_NAME.search(prompt)
     args = _COMMAND_ARGS.search(prompt)
-    parts = [name.group(1).strip() if name else "", args.group(1).strip() if args else ""]
+    command = name.group(1).strip() if name else ""
+    if command and not command.startswith("/"):
+        command = "/" + command
+    parts = [command, args.group(1).strip() if args else ""]
     return " ".join(p for p in parts if p) or prompt.strip()
+
+
+def typed_prompt(prompt: str, is_slash: bool) -> tuple[str, list[dict[str, str]]]:
+    """What the user typed, and the IDE context Claude Code put before it (`<ide_opened_file>`,
+    `<ide_selection>`: kind and text, in order). A slash command is "/name args"."""
+    if is_slash:
+        return slash_command_text(prompt), []
+    context: list[dict[str, str]] = []
+    text = prompt
+    while True:
+        m = _IDE_CONTEXT.match(text)
+        if m is None:
+            break
+        context.append({"kind": m.group(1), "text": m.group(2).strip()})
+        text = text[m.end():]
+    if not context or not text.strip():  # nothing typed after it: the text stays as written
+        return prompt, []
+    return text, context
+
+
+_IDE_CONTEXT = re.compile(r"\s*<(ide_opened_file|ide_selection)>(.*?)</\1>\s*", re.S)
 
 
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)

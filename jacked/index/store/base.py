@@ -127,14 +127,14 @@ class SearchFilter:
     user_name: str | None = None
     session_ids: list[str] | None = None
     since_ts: float | None = None  # payload ts >= since_ts (epoch seconds)
-    extra: list[tuple[str, str, Any]] = field(default_factory=list)  # more ("value"|"any"|"gte"|"set", key, operand)
+    extra: list[tuple[str, str, Any]] = field(default_factory=list)  # more ("value"|"any"|"gte"|"lt"|"set", key, operand)
 
     def matches_nothing(self) -> bool:
         """True when an empty value list makes the filter unsatisfiable."""
         return self.content_types == [] or self.session_ids == []
 
     def conditions(self) -> list[tuple[str, str, Any]]:
-        """Backend-neutral conditions: ``("value"|"any"|"gte"|"set", field, operand)``."""
+        """Backend-neutral conditions: ``("value"|"any"|"gte"|"lt"|"set", field, operand)``."""
         out: list[tuple[str, str, Any]] = []
         if self.content_types is not None:
             out.append(("any", "content_type", list(self.content_types)))
@@ -431,7 +431,7 @@ class VectorStore(abc.ABC):
 
     @abc.abstractmethod
     def _condition(self, op: str, key: str, operand: Any) -> Any:
-        """One filter condition: `op` is "value" (equals), "any" (one of), "gte" (float range) or "set"
+        """One filter condition: `op` is "value" (equals), "any" (one of), "gte" / "lt" (float range) or "set"
         (the field has a value; `operand` unused: Qdrant Edge's binding reads a bool as an int, so a
         marker is matched by its presence)."""
 

@@ -738,6 +738,8 @@ class EdgeStore(VectorStore):
             return qe.FieldCondition(key=key, match=qe.MatchAny(operand))
         if op == "set":
             return qe.FieldCondition(key=key, is_empty=False)
+        if op == "lt":
+            return qe.FieldCondition(key=key, range=qe.RangeFloat(lt=operand))
         return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=operand))  # "gte"
 
     def _all_of(self, conditions: list[Any]) -> Any:

@@ -209,6 +209,8 @@ class ServerStore(VectorStore):
             return models.FieldCondition(key=key, match=models.MatchAny(any=operand))
         if op == "set":
             return models.FieldCondition(key=key, is_empty=False)
+        if op == "lt":
+            return models.FieldCondition(key=key, range=models.Range(lt=operand))
         return models.FieldCondition(key=key, range=models.Range(gte=operand))  # "gte"
 
     def _all_of(self, conditions: list[Any]) -> Any:

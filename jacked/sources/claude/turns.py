@@ -39,16 +39,19 @@ from jacked.sources.model import (
     Turn,
     TurnEvent,
     slash_command_text,
+    typed_prompt,
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 11
+PARSER_VERSION = 12
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
+MAX_CONTEXT_CHARS = 2_000  # an IDE selection kept as a turn's context
 
 COMMAND_OUTPUT_OPEN, COMMAND_OUTPUT_CLOSE = "<local-command-stdout>", "</local-command-stdout>"
 NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
 NOTIFICATION_PREFIX = "<task-notification>"
+ABSORBED_REASON = "absorbed_mid_turn"  # a queue `remove`: the message went to the running turn
 KNOWN_TYPES = frozenset({
     "user", "assistant", "system", "summary", "attachment", "progress", "file-history-snapshot",
     "queue-operation", "permission-mode", "last-prompt", "ai-title", "custom-title", "pr-link",
@@ -390,6 +393,11 @@ class FileBuilder:
             self._snapshot(rec)
         elif rtype == "queue-operation":
             self._queue_operation(rec)
+        elif rtype == "attachment":
+            att = rec.get("attachment")
+            if att.__class__ is dict and att.get("type") == "queued_command":
+                # 2.1.x: a queued message handed to the model inside the running turn
+                self._queued_delivered(att.get("prompt"))
         elif rtype == "permission-mode":
             mode = rec.get("permissionMode")
             if mode.__class__ is str:
@@ -398,8 +406,14 @@ class FileBuilder:
     def _queue_operation(self, rec: dict[str, Any]) -> None:
         """An `enqueue` is a message typed while Claude worked (2.1.x writes nothing else for
         it): a turn starts at its time, unless a user line with the same text follows, which
-        then wins (see `_start_turn`). Other operations carry no message."""
-        if rec.get("operation") != "enqueue":
+        then wins (see `_start_turn`). A `remove` of the same text (2.1.x: handed to the model
+        inside the running turn) settles it as a prompt."""
+        operation = rec.get("operation")
+        if operation == "remove":
+            if rec.get("reason") in (None, ABSORBED_REASON):  # no reason: the same, before 2.1.246
+                self._queued_delivered(rec.get("content"))
+            return
+        if operation != "enqueue":
             return
         content = rec.get("content")
         text = _text_of(content) if content is not None else ""
@@ -417,6 +431,17 @@ class FileBuilder:
                 return
             self._start_turn(prompt, ts, slash, started_by="queued", queued=True)
         self.queued_open.append((len(self.turns) - 1, queue_key(text)))
+
+    def _queued_delivered(self, content: Any) -> None:
+        """A queued message reached the model mid-turn: no user line will repeat it, so its turn
+        stands even if the next prompt happens to have the same text."""
+        if content.__class__ is not str and content.__class__ is not list:
+            return
+        key = queue_key(_text_of(content))
+        for i, (_, k) in enumerate(self.queued_open):
+            if k == key:
+                del self.queued_open[i]
+                return
 
     def _snapshot(self, rec: dict[str, Any]) -> None:
         """Record new file-history backups: an update belongs to the running turn, a fresh
@@ -508,6 +533,9 @@ class FileBuilder:
         if started_by is not None and not queued and self.queued_open:
             self._settle_queued(key if key is not None else queue_key(prompt or "", slash))
         index = 0 if started_by is None else max(1, self.turns[-1].index + 1 if self.turns else 1)
+        context: list[dict[str, str]] = []
+        if prompt is not None:  # shown as typed; the file or selection the IDE added is kept as context
+            prompt, context = typed_prompt(prompt, slash)
         turn = Turn(index=index, prompt=prompt, started_at=ts, is_slash_command=slash, ended_at=ts,
                     started_by=started_by)
         if not queued and self._line_uuid.__class__ is str:
@@ -515,7 +543,7 @@ class FileBuilder:
         self._dirty.append(turn)
         self._stop = None
         if started_by is not None and not self.is_subagent_file:
-            self._start_events(turn, self.cur, prompt, slash, ts)
+            self._start_events(turn, self.cur, prompt, slash, ts, context)
         if prompt is not None and self.pending_backups:
             turn.backups.extend(self.pending_backups)
             self.pending_backups = []
@@ -526,12 +554,18 @@ class FileBuilder:
         self.cur_msg_calls = {}
         return turn
 
-    def _start_events(self, turn: Turn, prev: Turn | None, prompt: str | None, slash: bool, ts: str | None) -> None:
-        """The state the turn starts from (its model and backed-up files are settled by `finalize`)
+    def _start_events(self, turn: Turn, prev: Turn | None, prompt: str | None, slash: bool, ts: str | None,
+                      context: list[dict[str, str]]) -> None:
+        """The state the turn starts from (its model and backed-up files are settled by `finalize`;
+        the file or selection open in the IDE, redacted here: snapshots are not redacted later)
         and, when its prompt corrects the turn before it, that feedback."""
-        turn.events.append(TurnEvent("snapshot", ts, {
+        data: dict[str, Any] = {
             "cwd": self.cur_cwd or self.cwd, "git_branch": self.git_branch, "version": self.version_last,
-            "model": None, "permission_mode": self.permission_mode}))
+            "model": None, "permission_mode": self.permission_mode}
+        if context:
+            texts = redact_many([strip_ansi(short(c["text"], MAX_CONTEXT_CHARS)) for c in context])
+            data["ide_context"] = [{"kind": c["kind"], "text": t} for c, t in zip(context, texts)]
+        turn.events.append(TurnEvent("snapshot", ts, data))
         if (dec.CORRECTIONS_KEPT and prompt and not slash and prev is not None
                 and (prev.assistant_text or prev.invocations)):
             cue = dec.correction_cue(prompt)

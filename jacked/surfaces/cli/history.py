@@ -175,6 +175,8 @@ def render_turn(t: dict[str, Any], subs: dict[str, dict[str, Any]], before: dict
             out.append(f"  [dim]state: {escape(state)}[/dim]")
     prompt = t["prompt"] if t["prompt"] is not None else "(assistant lines before the first prompt)"
     out.append(f"[bold]> [/bold]{escape(_one_line(prompt)[:300])}")
+    for c in t.get("context") or []:  # the file or selection open in the IDE as it was sent
+        out.append(f"  [dim]IDE: {escape(_one_line(c['text'])[:160])}[/dim]")
     groups: dict[int, list[dict[str, Any]]] = {}
     for inv in t["invocations"]:
         groups.setdefault(inv["sequence"], []).append(inv)

@@ -73,6 +73,14 @@ def _with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
 def _print_human(result: dict[str, Any]) -> None:
     from jacked.surfaces.cli.history import SOURCE_MARKS
 
+    when = result.get("time_filter")
+    if when and when.get("applied"):
+        from datetime import datetime, timedelta
+
+        until = datetime.fromisoformat(when["until"])
+        last_day = until - timedelta(days=1) if until.time() == datetime.min.time() else until  # until is exclusive
+        typer.echo(f"(\"{when['phrase']}\" read as {when['since'][:10]} to {last_day.date().isoformat()}; "
+                   "give --since to choose the dates yourself)")
     if not result["results"]:
         typer.echo("no matching sessions")
         return

@@ -295,6 +295,8 @@ function turnBox(t, ctx) {
       text: [t.snapshot.git_branch, t.snapshot.permission_mode].filter(Boolean).join(" · ") }));
   const box = h("section", { class: "turn", id: `turn-${t.index}`, dataset: { turnIndex: t.index } }, h("div", { class: "turn-head" }, headBits));
   box.append(h("div", { class: "prompt" }, h("pre", { text: t.prompt === null ? "(assistant lines before the first prompt)" : t.prompt })));
+  // the file or selection open in the IDE when the prompt was sent
+  for (const c of t.context || []) box.append(h("div", { class: "muted small", title: c.text, text: "IDE: " + c.text.split("\n")[0].slice(0, 160) }));
   for (const c of ctx.comps) box.append(h("div", { class: "placed compaction", dataset: { kind: "compaction" } },
     h("div", { class: "kind", text: "compaction" }),
     h("span", { class: "small", text: [c.trigger, c.pre_tokens ? `${fmt(c.pre_tokens)} tokens before` : "", shortTime(c.timestamp)].filter(Boolean).join(" · ") })));
