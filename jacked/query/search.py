@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -230,7 +231,7 @@ class Searcher:
         sessions = self._sessions(dense_hits, lexical_hits, keys)
         _mark_exact(exact, keys, sessions)
         results = self._rank(sessions, opts, now)
-        confidence = self._confidence(results, sparse_vec)
+        confidence = self._confidence(results, sparse_vec, self._topical(dense_vec.result()))
         return {"query": q, "confidence": confidence, "results": results}
 
     def _point_keys(self, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -354,12 +355,23 @@ class Searcher:
         self._fill_titles(results)
         return results
 
-    def _confidence(self, results: list[dict[str, Any]], query_vec: Any) -> str:
+    def _topical(self, query_dense: list[float]) -> bool:
+        """Whether the query says enough for its cosines to count: its embedding is not close to
+        the empty query's. Near that point ("ok", "x", "yes") a query is about nothing, and its
+        cosine to any short text ("A", "continue") is that of two near-empty texts, as high as a
+        real match's."""
+        empty = _EMPTY_QUERY.get(self.dense)
+        if empty is None:
+            empty = _EMPTY_QUERY[self.dense] = self.dense.embed_query("")
+        return sum(a * b for a, b in zip(query_dense, empty)) < EMPTY_COSINE
+
+    def _confidence(self, results: list[dict[str, Any]], query_vec: Any, topical: bool = True) -> str:
         """How sure the best answer is: "high", "medium", "low", or "none" without results.
 
         From what does not depend on the rest of the corpus: a verbatim match; the share of
         the query's words (BM25 terms) that the best session's top matches hold; the best
-        cosine. Each result gets its own; the answer's is its first result's.
+        cosine, when the query is `topical`. Each result gets its own; the answer's is its
+        first result's.
         """
         terms = set(query_vec.indices) if query_vec is not None else set()
         terms_of: dict[str, set[int]] = {}  # text → the query's terms it holds (forks show the same texts)
@@ -376,7 +388,7 @@ class Searcher:
                     if len(held) == len(terms):
                         break  # every term found: the rest cannot add any
                 coverage = len(held) / len(terms)
-            r["confidence"] = _grade(r["exact"], coverage, best_dense)
+            r["confidence"] = _grade(r["exact"], coverage, best_dense if topical else 0.0)
         return results[0]["confidence"] if results else "none"
 
     def _fill_titles(self, results: list[dict[str, Any]]) -> None:
@@ -398,6 +410,10 @@ class Searcher:
 # Cosines of all-MiniLM-L6-v2 between a query and a text on its topic sit above ~0.5; an
 # unrelated text scores ~0.1–0.3. Calibrated on the dev sets (scripts/search_eval.py).
 HIGH_COSINE, LOW_COSINE = 0.55, 0.35
+# A query whose embedding has at least this cosine with the empty query's is about nothing
+# (one-word fillers sit above it, real queries and single real words well below; same dev sets).
+EMPTY_COSINE = 0.3
+_EMPTY_QUERY: weakref.WeakKeyDictionary[Any, list[float]] = weakref.WeakKeyDictionary()  # model → its empty query
 
 
 def _mark_exact(exact: dict[str, int], keys: dict[str, dict[str, Any]], sessions: dict[str, _Session]) -> None:
