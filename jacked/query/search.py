@@ -28,9 +28,8 @@ from typing import Any
 
 from jacked.catalog.index_state import PENDING
 from jacked.config import Settings
-from jacked.errors import JackedError
 from jacked.index.content_types import CONTENT_TYPES, SCOPES
-from jacked.query.filters import conditions as filter_conditions
+from jacked.query.filters import FilterError, checked as checked_filters, conditions as filter_conditions
 from jacked.util.time import age_days, now_utc, relative_age
 
 MAX_QUERY_CHARS = 2000
@@ -56,7 +55,7 @@ RECENCY_FLOOR = 0.8
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class SearchError(JackedError, ValueError):
+class SearchError(FilterError):
     """A query or filter the user must fix."""
 
 
@@ -87,23 +86,28 @@ class SearchOptions:
     now: datetime | None = None
     weights: dict[str, float] = field(default_factory=dict)
 
+    def filter_values(self) -> dict[str, Any]:
+        """Every filter of jacked.query.filters given a value, by name (`filters` over the fields)."""
+        fields = {"types": self.types, "repo": self.repo, "user": self.user, "agent_type": self.agent_type,
+                  "since": self.since}
+        return {k: v for k, v in {**fields, **self.filters}.items() if v not in (None, "", [])}
+
     def content_types(self) -> list[str] | None:
-        """The content types to search: `types`, within the `scope`'s layer when both are given."""
+        """The scope's layer of content types (None: every type); the `types` filter narrows it further."""
         layer = SCOPES.get(self.scope or "all")
-        if layer is None:
-            return self.types
-        if not self.types:
-            return list(layer)
-        return [t for t in self.types if t in layer]
+        return list(layer) if layer is not None else None
 
     def validate(self) -> None:
         if self.scope is not None and self.scope not in SCOPES:
             raise SearchError(f"unknown scope {self.scope!r}: use one of {', '.join(SCOPES)}")
-        if self.scope and self.types and not self.content_types():
-            raise SearchError(f"none of the --type values is in scope {self.scope!r}")
-        for t in self.types or []:
-            if t not in CONTENT_TYPES:
-                raise SearchError(f"unknown content type {t!r}: use one of {', '.join(CONTENT_TYPES)}")
+        try:
+            types = checked_filters(self.filter_values()).get("types")
+        except FilterError as e:
+            raise SearchError(str(e)) from None
+        layer = self.content_types()
+        if layer is not None and types and not set(types) & set(layer):
+            raise SearchError(f"none of the types {', '.join(types)} is in scope {self.scope!r}: "
+                              f"its types are {', '.join(layer)}")
         if self.limit < 1:
             raise SearchError("-n must be at least 1")
 
@@ -203,8 +207,7 @@ class Searcher:
         opts.validate()
         q = sanitize_query(query)
         now = opts.now or now_utc()
-        values = {"repo": opts.repo, "user": opts.user, "agent_type": opts.agent_type, "since": opts.since,
-                  **opts.filters}
+        values = opts.filter_values()
         if opts.mine:
             values["user"] = self.settings.user_name
         flt = SearchFilter(content_types=opts.content_types(), extra=filter_conditions(values, now))
