@@ -237,10 +237,13 @@ class UiApi:
                 "in_catalog": False}
             if until and (row.get("started_at") or "") > until:
                 continue
-            row.update({"score": h["score"], "matches": h["matches"]})
+            row.update({"score": h["score"], "matches": h["matches"], "confidence": h.get("confidence")})
             rows.append(row)
+        # The answer's confidence is its best result's, of the rows still listed (`until` may drop some).
+        confidence = rows[0]["confidence"] if rows else "none"
         return {"total": len(rows), "offset": offset, "limit": limit, "sessions": rows[offset:offset + limit],
-                "search": {"mode": "hybrid", "query": result["query"], "types": types, "note": None}}
+                "search": {"mode": "hybrid", "query": result["query"], "types": types, "note": None,
+                           "confidence": confidence}}
 
     def search(self, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/search`: exactly `jacked search --json` (hybrid, grouped per session)."""
