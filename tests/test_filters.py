@@ -90,3 +90,44 @@ def test_filters_are_anded_and_known_ones_still_work(indexed: Any) -> None:
     assert jacked.search(QUERY, SearchOptions(filters={"repo": "worktrees"}))["results"]
     assert jacked.search(QUERY, SearchOptions(filters={"repo": "worktrees", "user": "bob"}))["results"] == []
     assert jacked.search(QUERY, SearchOptions(repo="elsewhere"))["results"] == []
+
+
+def test_unknown_names_and_values_are_one_line_errors_naming_the_valid_ones(indexed: Any) -> None:
+    """A typo in a filter's name or in a value of a closed set is an error that names the valid ones,
+    on the CLI (one line, exit 1), in the web API (400) and in the service (the MCP tool: test_mcp)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from jacked.index.content_types import CONTENT_TYPES
+    from jacked.query.search import SearchError, SearchOptions
+    from jacked.surfaces.ui.api import ApiError, UiApi
+
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(indexed.claude_dir), JACKED_HOME=str(indexed.home),
+               JACKED_USER_NAME="ada", JACKED_DAEMON="off")
+    exe = str(Path(sys.executable).parent / "jacked")
+    types = f"unknown content type 'bogus': use one of {', '.join(CONTENT_TYPES)}"
+    agents = "unknown agent 'cobol': use one of claude, codex, gemini, opencode"
+    for args, want in ((["--type", "plan", "--type", "bogus"], types), (["--agent", "cobol"], agents)):
+        p = subprocess.run([exe, "search", QUERY, *args], capture_output=True, text=True, env=env, timeout=300)
+        assert p.returncode == 1 and p.stdout == "" and p.stderr.strip().endswith(want), p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+    api = UiApi(indexed)
+    try:
+        for params, want in (({"types": "plan,bogus"}, types), ({"agent": "cobol"}, agents),
+                             ({"colour": "1"}, "unknown parameter 'colour': /api/search takes q, scope, mine, limit, "
+                                               "types, repo, user, agent, agent_type, since")):
+            with pytest.raises(ApiError) as e:
+                api.search({"q": QUERY, **params})
+            assert e.value.status == 400 and str(e.value) == want
+        with pytest.raises(ApiError) as e:
+            api.sessions({"q": QUERY, "colour": "1"})
+        assert e.value.status == 400 and str(e.value).startswith("unknown parameter 'colour': /api/sessions takes q,")
+        assert api.search({"q": QUERY, "types": "plan,subagent_summary"})["results"]
+    finally:
+        api.close()
+
+    with pytest.raises(SearchError, match="unknown filter 'colour': use one of types, repo, user"):
+        Jacked(indexed, scan=False).search(QUERY, SearchOptions(filters={"colour": "1"}))

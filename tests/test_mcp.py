@@ -191,3 +191,53 @@ def test_list_sessions_reads_the_catalog_a_page_at_a_time(tmp_path: Path) -> Non
             seen += [s["session_id"] for s in body["items"]]
             offset = body["next_offset"]
         assert seen == [r["session_id"] for r in expected]
+
+
+async def _calls(server: Any, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[tuple[bool, str]]]:
+    from mcp.client import Client
+
+    async with Client(server) as client:
+        out = []
+        for name, args in calls:
+            r = await client.call_tool(name, args)
+            out.append((r.is_error, r.content[0].text))
+        return client.server_info, out
+
+
+def test_errors_are_one_line_in_the_tools_terms(tmp_path: Path) -> None:
+    """A missing or unknown argument, a value of the wrong type or out of range: one line naming
+    the argument (never a CLI flag, never a validation dump), the known arguments or values listed;
+    and the server reports jacked's version."""
+    from kit import scanned_real
+
+    from jacked import __version__
+    from jacked.index.content_types import CONTENT_TYPES
+    from jacked.surfaces.mcp import build_server
+
+    scanned_real(tmp_path / "home")
+    settings = load_settings(tmp_path / "claude", jacked_home=str(tmp_path / "home"), user_name="ada")
+    ids = [p.stem for p in REAL.rglob("*.jsonl") if len(p.stem) == 36][:12]
+    info, out = anyio.run(_calls, build_server(settings, scan=False), [
+        ("search", {}),
+        ("search", {"query": "tar archive", "colour": 1}),
+        ("search", {"query": "tar archive", "types": ["bogus"]}),
+        ("search", {"query": "tar archive", "agent": "cobol"}),
+        ("search", {"query": "tar archive", "limit": "many"}),
+        ("retrieve", {"session_ids": [DEEP], "max_tokens": -5}),
+        ("retrieve", {"session_ids": ids, "max_tokens": 100}),
+        ("restore", {"session_id": DEEP, "max_tokens": -5}),
+        ("get_turn", {"session_id": DEEP}),
+    ])
+    assert info.version == __version__ and info.name == "jacked"
+    for is_error, message in out:
+        assert is_error and "\n" not in message and "pydantic" not in message and "--" not in message, message
+    texts = [m for _, m in out]
+    assert texts[0].endswith("search: query is required")
+    assert "unknown argument 'colour'" in texts[1] and "query, scope, limit, types, repo" in texts[1]
+    assert "unknown content type 'bogus'" in texts[2] and ", ".join(CONTENT_TYPES) in texts[2]
+    assert "unknown agent 'cobol': use one of claude, codex, gemini, opencode" in texts[3]
+    assert "limit: input should be a valid integer" in texts[4] and "'many'" in texts[4]
+    assert texts[5].endswith("max_tokens must be at least 100 (given -5)")
+    assert "max_tokens 100 cannot hold" in texts[6]
+    assert texts[7].endswith("max_tokens must be at least 1 (given -5)")
+    assert texts[8].endswith("get_turn: turn_index is required")

@@ -19,6 +19,8 @@ from jacked.query.search import SearchOptions, Searcher, exact_phrases
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import search_eval  # noqa: E402  (the dev set's own measuring code, BM25 baseline included)
 
+# Queries about nothing: a letter, a filler word.
+TINY = ("x", "ok", "k", "yes", "fix it")
 QUERIES = [json.loads(line) for line in search_eval.DEV_SET.read_text().splitlines() if line.strip()]
 
 
@@ -30,6 +32,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> di
     with indexer.open_store(must_exist=True) as store:
         searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
         out = {q["id"]: searcher.search(q["query"], SearchOptions(limit=10)) for q in QUERIES}
+        out.update({q: searcher.search(q, SearchOptions(limit=10)) for q in TINY})
     return {"by_id": out, "catalog": indexer.catalog}
 
 
@@ -121,3 +124,31 @@ def test_a_traceback_keeps_its_last_line_and_a_local_command_its_output(tmp_path
     assert error["results"] and error["results"][0]["exact"]
     assert model["results"] and model["results"][0]["exact"]
     assert "\u001b" not in json.dumps(model)
+
+
+def test_tiny_queries_are_not_confident(answers: dict[str, Any], tmp_path: Path, dense_embedder: Any) -> None:
+    """A query that says nothing ("x", "ok") is never answered with high confidence, on the real
+    fixtures (where "ok" and "fix it" are words of short prompts) nor against sessions whose prompt
+    is a letter or a filler word (two near-empty texts embed close together); a real query over the
+    same sessions still is."""
+    assert [t for t in TINY if answers["by_id"][t]["confidence"] == "high"] == []
+    assert all(answers["by_id"][t]["results"] for t in TINY)  # there was something to be sure of
+    short = ["A", "B", "y", "ok", "continue", "n"]
+    for i, said in enumerate(short):
+        sid = f"00000000-0000-4000-8000-{i + 100:012d}"
+        claude_dir_with(tmp_path, [prompt(said, t=0, sessionId=sid),
+                                   assistant(f"m{i}", text("Done."), t=1, sessionId=sid)], sid=sid)
+    real = "00000000-0000-4000-8000-000000000999"
+    claude_dir_with(tmp_path, [prompt("fix the tarfile extraction bug in the manifest builder", t=0, sessionId=real),
+                               assistant("m9", text("Fixed: members with absolute paths are skipped now."), t=1,
+                                         sessionId=real)], sid=real)
+    settings = load_settings(tmp_path, jacked_home=str(tmp_path / "home"), user_name="ada")
+    indexer = Indexer(settings)
+    assert indexer.backfill().errors == []
+    with indexer.open_store(must_exist=True) as store:
+        searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
+        tiny = {q: searcher.search(q, SearchOptions(limit=3)) for q in ("x", "k", "ok", "yes", "no")}
+        topical = searcher.search("tarfile extraction bug", SearchOptions(limit=3))
+    assert {q: a["confidence"] for q, a in tiny.items() if a["confidence"] == "high"} == {}
+    assert all(a["results"] for a in tiny.values())
+    assert topical["results"][0]["session_id"] == real and topical["confidence"] == "high"

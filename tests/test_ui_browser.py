@@ -177,3 +177,42 @@ def test_session_page_shows_decisions_and_feedback(site: dict[str, Any], page: P
     assert want > 0 and pg.locator(".placed.decision").count() == want
     assert pg.locator(".badge.decision").count() == sum(1 for t in data["turns"] if t.get("decisions"))
     assert page.errors == []
+
+
+@pytest.fixture(scope="module")
+def indexed_site(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> Iterator[dict[str, Any]]:
+    """Two real projects indexed (model and Edge shard), served: the list's search is hybrid."""
+    import shutil
+
+    from jacked.config import load_settings
+    from jacked.service import Jacked
+    from jacked.surfaces.ui.server import make_server, serve_in_thread
+
+    claude = tmp_path_factory.mktemp("ui-indexed-claude")
+    for project in ("-experiments-worktrees", "-experiments-ideas"):
+        shutil.copytree(REAL / "projects" / project, claude / "projects" / project)
+    settings = load_settings(claude, jacked_home=str(tmp_path_factory.mktemp("ui-indexed-home")), user_name="tester")
+    assert Jacked(settings).backfill().errors == []
+    server = make_server(settings, "127.0.0.1", 0)
+    serve_in_thread(server)
+    yield {"base": f"http://127.0.0.1:{server.server_address[1]}/"}
+    server.shutdown()
+    server.server_close()
+
+
+def test_search_shows_its_confidence_and_admits_a_miss(indexed_site: dict[str, Any], page: Page) -> None:
+    """As `jacked search` does: the answer's confidence and each result's, and "nothing matched well"
+    above the closest sessions of a query about nothing there."""
+    pg = page.page
+    pg.goto(indexed_site["base"] + "#/sessions?q=" + "sourdough bread recipe with rye flour".replace(" ", "%20"))
+    expect(pg.locator(".notice.weak")).to_contain_text("nothing matched well")
+    expect(pg.locator("h1 .muted")).to_contain_text("confidence low")
+    rows = pg.locator("tr[data-session-id]")
+    assert rows.count() >= 1 and pg.locator("tr[data-session-id] .badge.conf").count() == rows.count()
+    assert pg.locator(".badge.conf").first.inner_text() == "low confidence"
+    pg.fill("input[type=search]", "teammates researching in separate git worktrees")
+    expect(pg.locator("h1 .muted")).to_contain_text("confidence high")
+    assert pg.locator(".notice.weak").count() == 0
+    expect(pg.locator(f'tr[data-session-id="{WORKTREES}"] .badge.conf')).to_have_text("high confidence")
+    assert pg.locator("tr[data-session-id]").first.get_attribute("data-session-id") == WORKTREES
+    assert page.errors == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,9 +28,8 @@ from typing import Any
 
 from jacked.catalog.index_state import PENDING
 from jacked.config import Settings
-from jacked.errors import JackedError
 from jacked.index.content_types import CONTENT_TYPES, SCOPES
-from jacked.query.filters import conditions as filter_conditions
+from jacked.query.filters import FilterError, checked as checked_filters, conditions as filter_conditions
 from jacked.query.timephrase import find_time_phrase
 from jacked.util.time import age_days, now_utc, relative_age
 
@@ -56,7 +56,7 @@ RECENCY_FLOOR = 0.8
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class SearchError(JackedError, ValueError):
+class SearchError(FilterError):
     """A query or filter the user must fix."""
 
 
@@ -87,23 +87,28 @@ class SearchOptions:
     now: datetime | None = None
     weights: dict[str, float] = field(default_factory=dict)
 
+    def filter_values(self) -> dict[str, Any]:
+        """Every filter of jacked.query.filters given a value, by name (`filters` over the fields)."""
+        fields = {"types": self.types, "repo": self.repo, "user": self.user, "agent_type": self.agent_type,
+                  "since": self.since}
+        return {k: v for k, v in {**fields, **self.filters}.items() if v not in (None, "", [])}
+
     def content_types(self) -> list[str] | None:
-        """The content types to search: `types`, within the `scope`'s layer when both are given."""
+        """The scope's layer of content types (None: every type); the `types` filter narrows it further."""
         layer = SCOPES.get(self.scope or "all")
-        if layer is None:
-            return self.types
-        if not self.types:
-            return list(layer)
-        return [t for t in self.types if t in layer]
+        return list(layer) if layer is not None else None
 
     def validate(self) -> None:
         if self.scope is not None and self.scope not in SCOPES:
             raise SearchError(f"unknown scope {self.scope!r}: use one of {', '.join(SCOPES)}")
-        if self.scope and self.types and not self.content_types():
-            raise SearchError(f"none of the --type values is in scope {self.scope!r}")
-        for t in self.types or []:
-            if t not in CONTENT_TYPES:
-                raise SearchError(f"unknown content type {t!r}: use one of {', '.join(CONTENT_TYPES)}")
+        try:
+            types = checked_filters(self.filter_values()).get("types")
+        except FilterError as e:
+            raise SearchError(str(e)) from None
+        layer = self.content_types()
+        if layer is not None and types and not set(types) & set(layer):
+            raise SearchError(f"none of the types {', '.join(types)} is in scope {self.scope!r}: "
+                              f"its types are {', '.join(layer)}")
         if self.limit < 1:
             raise SearchError("-n must be at least 1")
 
@@ -203,8 +208,7 @@ class Searcher:
         opts.validate()
         q = sanitize_query(query)
         now = opts.now or now_utc()
-        values = {"repo": opts.repo, "user": opts.user, "agent_type": opts.agent_type, "since": opts.since,
-                  **opts.filters}
+        values = opts.filter_values()
         if opts.mine:
             values["user"] = self.settings.user_name
         extra = filter_conditions(values, now)
@@ -245,7 +249,7 @@ class Searcher:
         sessions = self._sessions(dense_hits, lexical_hits, keys)
         _mark_exact(exact, keys, sessions)
         results = self._rank(sessions, opts, now)
-        confidence = self._confidence(results, sparse_vec)
+        confidence = self._confidence(results, sparse_vec, self._topical(dense_vec.result()))
         answer: dict[str, Any] = {"query": q, "confidence": confidence, "results": results}
         if time_filter is not None:
             answer["time_filter"] = time_filter
@@ -372,12 +376,23 @@ class Searcher:
         self._fill_titles(results)
         return results
 
-    def _confidence(self, results: list[dict[str, Any]], query_vec: Any) -> str:
+    def _topical(self, query_dense: list[float]) -> bool:
+        """Whether the query says enough for its cosines to count: its embedding is not close to
+        the empty query's. Near that point ("ok", "x", "yes") a query is about nothing, and its
+        cosine to any short text ("A", "continue") is that of two near-empty texts, as high as a
+        real match's."""
+        empty = _EMPTY_QUERY.get(self.dense)
+        if empty is None:
+            empty = _EMPTY_QUERY[self.dense] = self.dense.embed_query("")
+        return sum(a * b for a, b in zip(query_dense, empty)) < EMPTY_COSINE
+
+    def _confidence(self, results: list[dict[str, Any]], query_vec: Any, topical: bool = True) -> str:
         """How sure the best answer is: "high", "medium", "low", or "none" without results.
 
         From what does not depend on the rest of the corpus: a verbatim match; the share of
         the query's words (BM25 terms) that the best session's top matches hold; the best
-        cosine. Each result gets its own; the answer's is its first result's.
+        cosine, when the query is `topical`. Each result gets its own; the answer's is its
+        first result's.
         """
         terms = set(query_vec.indices) if query_vec is not None else set()
         terms_of: dict[str, set[int]] = {}  # text → the query's terms it holds (forks show the same texts)
@@ -394,7 +409,7 @@ class Searcher:
                     if len(held) == len(terms):
                         break  # every term found: the rest cannot add any
                 coverage = len(held) / len(terms)
-            r["confidence"] = _grade(r["exact"], coverage, best_dense)
+            r["confidence"] = _grade(r["exact"], coverage, best_dense if topical else 0.0)
         return results[0]["confidence"] if results else "none"
 
     def _fill_titles(self, results: list[dict[str, Any]]) -> None:
@@ -416,6 +431,10 @@ class Searcher:
 # Cosines of all-MiniLM-L6-v2 between a query and a text on its topic sit above ~0.5; an
 # unrelated text scores ~0.1–0.3. Calibrated on the dev sets (scripts/search_eval.py).
 HIGH_COSINE, LOW_COSINE = 0.55, 0.35
+# A query whose embedding has at least this cosine with the empty query's is about nothing
+# (one-word fillers sit above it, real queries and single real words well below; same dev sets).
+EMPTY_COSINE = 0.3
+_EMPTY_QUERY: weakref.WeakKeyDictionary[Any, list[float]] = weakref.WeakKeyDictionary()  # model → its empty query
 
 
 def _mark_exact(exact: dict[str, int], keys: dict[str, dict[str, Any]], sessions: dict[str, _Session]) -> None:

@@ -18,11 +18,13 @@ import asyncio
 import concurrent.futures
 import functools
 import inspect
+import re
 from collections.abc import Callable
 from itertools import islice
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import orjson
+from pydantic import BaseModel, Field, ValidationError
 
 from jacked.catalog import Catalog
 from jacked.config import Settings
@@ -40,6 +42,8 @@ RESCAN_SECONDS = 30.0  # the catalog is brought up to date at most this often
 # Failures that mean "the request or the setup is wrong", shown to the model as they are:
 # every JackedError, and the ValueError / LookupError of an argument out of range.
 USER_ERRORS: tuple[type[Exception], ...] = (JackedError, ValueError, LookupError)
+# The library's messages name CLI flags; a tool's caller knows its arguments.
+CLI_TERMS = {"--max-tokens": "max_tokens", "--type": "types", "--scope": "scope", "--repo": "repo", "-n": "limit"}
 TOOL_NAMES = ("search", "retrieve", "list_sessions", "get_session", "list_turns", "get_turn", "timeline",
               "file_history", "stats", "restore")
 
@@ -59,6 +63,30 @@ def first_line(e: BaseException) -> str:
     """The one line a user error shows: its message's first line (its class name if it has none)."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def in_tool_terms(message: str) -> str:
+    """`message` with the CLI flags it names given as the tool's argument names."""
+    return re.sub(r"(?<![\w-])(--[a-z][a-z-]*|-n)(?![\w-])", lambda m: CLI_TERMS.get(m.group(1), m.group(1)), message)
+
+
+def tool_arguments(tool: str, model: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of a call to `tool`, checked against its model; any problem is one line in the
+    tool's own terms (an unknown argument names the known ones)."""
+    fields = {f.alias or name: f for name, f in model.model_fields.items()}
+    unknown = [k for k in given if k not in fields]
+    if unknown:
+        raise ValueError(f"unknown argument {unknown[0]!r}: {tool} takes {', '.join(fields)}")
+    missing = [k for k, f in fields.items() if f.is_required() and k not in given]
+    if missing:
+        raise ValueError(f"{missing[0]} is required")
+    try:
+        return model.model_validate(given).model_dump_one_level()  # type: ignore[attr-defined, no-any-return]
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(part) for part in err["loc"]) or tool
+        given_text = clip(repr(err.get("input")), 80)
+        raise ValueError(f"{where}: {err['msg'][0].lower()}{err['msg'][1:]} (given {given_text})") from None
 
 
 def dumps(obj: Any) -> str:
@@ -143,6 +171,14 @@ def _fit_json(items: list[Any], max_tokens: int, frame: int, whole: Callable[[li
     return [items[i] for i in fitted.kept], over
 
 
+def _described(spec: search_filters.SearchFilterSpec) -> str:
+    """A filter's help for the tool's schema, with its valid values when they are a closed set."""
+    choices = list(spec.choices()) if spec.choices else []
+    if all(c in spec.help for c in choices):  # none, or the help names them already
+        return spec.help
+    return f"{spec.help} One of: {', '.join(choices)}."
+
+
 class JackedService:
     """The MCP tools over `Jacked`: arguments in, bounded JSON text out (tests call them directly)."""
 
@@ -163,11 +199,14 @@ class JackedService:
         given = {"repo": repo, "since": since, **filters}
         opts = SearchOptions(scope=scope, limit=max(1, min(limit, 20)),
                              filters={k: v for k, v in given.items() if v is not None})
+        opts.validate()  # a bad argument says so even before there is an index
         return bounded(self.jacked.search(query, opts))
 
     def retrieve(self, session_ids: list[str], mode: str = "smart", max_tokens: int = 8000) -> str:
         from jacked.query.retrieve import MIN_BUDGET
 
+        if max_tokens < MIN_BUDGET:
+            raise ValueError(f"max_tokens must be at least {MIN_BUDGET} (given {max_tokens})")
         # The context is never clipped (`used` counts exactly what is returned): its token budget
         # keeps it under the tool-output bound, with room for the other fields.
         budget = max(MIN_BUDGET, min(max_tokens, MAX_RESULT_TOKENS - RETRIEVE_HEADROOM))
@@ -245,7 +284,9 @@ class JackedService:
                                          session=session_id or None))
 
     def restore(self, session_id: str, max_tokens: int = 4000) -> str:
-        brief = self.jacked.restore(session_id, max(1, min(max_tokens, MAX_RESULT_TOKENS - 1000)))
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1 (given {max_tokens})")
+        brief = self.jacked.restore(session_id, min(max_tokens, MAX_RESULT_TOKENS - 1000))
         return dumps({"session_id": brief.session_id, "budget": brief.budget, "used": brief.used,
                       "omitted": brief.omitted, "brief": brief.text})
 
@@ -258,8 +299,18 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
     (the catalog connection belongs to that thread, and the event loop must not block)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 
     from jacked import __version__
+
+    class RawArguments(FuncMetadata):
+        """Hands the call's arguments to the tool as they came: the tool checks them itself, so that
+        an unknown or missing one is one line in its terms (the SDK ignores unknown arguments and
+        reports the others as a many-line validation dump)."""
+
+        def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+            return self.pre_parse_json(arguments_to_validate)
 
     svc: JackedService | None = None
 
@@ -272,25 +323,26 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
 
     if executor is None:
         service()
-    server = MCPServer(
-        "jacked", version=__version__,
-        instructions=("Long-term memory of past Claude Code sessions: search them, read their turns, "
-                      "timelines, file histories and tool statistics, retrieve context, restore a brief. "
-                      "Lists are paged: pass next_offset back as offset."),
-    )
+    tools: list[Tool] = []
 
     def tool(fn: Callable[..., Any], description: str) -> None:
         """Register `fn`; a problem the caller can fix reaches the model as a one-line tool error."""
-        @functools.wraps(fn)
-        async def wrapper(*args: Any, **kwargs: Any) -> str:
-            try:
-                if executor is None:
-                    return await fn(*args, **kwargs)
-                return await asyncio.wrap_future(executor(lambda: asyncio.run(fn(*args, **kwargs))))
-            except USER_ERRORS as e:  # StoreBusy, ModelMismatch, TokenizerUnavailable, SessionNotFound, …
-                raise ToolError(first_line(e)) from e
+        model: type[BaseModel] = Tool.from_function(fn, structured_output=False).fn_metadata.arg_model
 
-        server.tool(name=fn.__name__, description=description, structured_output=False)(wrapper)
+        @functools.wraps(fn)
+        async def wrapper(**given: Any) -> str:
+            try:
+                arguments = tool_arguments(fn.__name__, model, given)
+                if executor is None:
+                    return await fn(**arguments)
+                return await asyncio.wrap_future(executor(lambda: asyncio.run(fn(**arguments))))
+            except USER_ERRORS as e:  # StoreBusy, ModelMismatch, TokenizerUnavailable, SessionNotFound, …
+                raise ToolError(in_tool_terms(first_line(e))) from e
+
+        t = Tool.from_function(wrapper, name=fn.__name__, description=description, structured_output=False)
+        t.fn_metadata = RawArguments(arg_model=model)
+        t.parameters["additionalProperties"] = False
+        tools.append(t)
 
     # Tools are async so they run on the server's one thread: the catalog's SQLite
     # connection belongs to the thread that opened it.
@@ -302,7 +354,9 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
         [inspect.Parameter("query", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str),
          inspect.Parameter("scope", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str, default="all"),
          inspect.Parameter("limit", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int, default=5)]
-        + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str], default=None)
+        + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                             annotation=Annotated[Optional[list[str]] if f.many else Optional[str],
+                                                  Field(description=_described(f))])
            for f in search_filters.FILTERS], return_annotation=str)
 
     async def retrieve(session_ids: list[str], mode: str = "smart", max_tokens: int = 8000) -> str:
@@ -354,7 +408,12 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
                 "parallel batches, how often the user refused or interrupted each tool and in each repo "
                 "(feedback); give tool for its position and neighbours.")
     tool(restore, "A brief for continuing an interrupted session: goal, state after each turn, where it stopped.")
-    return server
+    return MCPServer(
+        "jacked", version=__version__, tools=tools,
+        instructions=("Long-term memory of past Claude Code sessions: search them, read their turns, "
+                      "timelines, file histories and tool statistics, retrieve context, restore a brief. "
+                      "Lists are paged: pass next_offset back as offset."),
+    )
 
 
 def serve(settings: Settings) -> None:

@@ -14,13 +14,12 @@ from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, servic
 
 def search_cmd(
     query: Optional[str] = typer.Argument(None, help="What to look for (words, a paraphrase, an error message)."),
-    types: Optional[list[str]] = typer.Option(None, "--type", "-t", help="Only these content types (repeatable)."),
     scope: Optional[str] = typer.Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
     mine: bool = typer.Option(False, "--mine", help="Only your own sessions."),
     limit: int = typer.Option(10, "-n", "--limit", help="How many sessions."),
     batch: Optional[Path] = typer.Option(None, "--batch", help="One query per line of FILE; JSON Lines out."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    **filters: Optional[str],
+    **filters: Any,
 ) -> None:
     """Find past sessions: hybrid semantic + keyword search, grouped by session."""
     from jacked.query.search import SearchOptions, current_repo_name
@@ -36,8 +35,8 @@ def search_cmd(
         queries = [query]
     else:
         raise CliError("give a query, or --batch FILE")
-    opts = SearchOptions(types=types or None, scope=scope, mine=mine, limit=limit, current_repo=current_repo_name(),
-                         filters={k: v for k, v in filters.items() if v is not None})
+    opts = SearchOptions(scope=scope, mine=mine, limit=limit, current_repo=current_repo_name(),
+                         filters={k: v for k, v in filters.items() if v})
     results = service(scan=False).search_many(queries, opts)  # the index answers as it is
     if batch is not None:
         for r in results:
@@ -59,8 +58,9 @@ def _with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
 
     signature = inspect.signature(command)
     fixed = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    options = [inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
-                                 default=typer.Option(None, spec.option, help=spec.help)) for spec in FILTERS]
+    options = [inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY,
+                                 annotation=Optional[list[str]] if spec.many else Optional[str],
+                                 default=typer.Option(None, *spec.flags, help=spec.help)) for spec in FILTERS]
 
     @functools.wraps(command)
     def with_filters(**kwargs: Any) -> None:

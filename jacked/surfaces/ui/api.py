@@ -61,6 +61,17 @@ def _int(params: dict[str, str], name: str, default: int, lo: int, hi: int) -> i
     return value
 
 
+# Parameters every endpoint takes: the server's own (the access token may come in the URL).
+SERVER_PARAMS = ("token",)
+
+
+def _only_known(params: dict[str, Any], endpoint: str, names: list[str]) -> None:
+    """An unknown parameter is a 400 naming the known ones: a typo must not answer as if it was not given."""
+    unknown = [k for k in params if k not in names and k not in SERVER_PARAMS]
+    if unknown:
+        raise ApiError(400, f"unknown parameter {unknown[0]!r}: {endpoint} takes {', '.join(names)}")
+
+
 def _bool(params: dict[str, Any], name: str, default: bool) -> bool:
     raw = params.get(name)
     if raw is None or raw == "":
@@ -199,6 +210,7 @@ class UiApi:
 
     def sessions(self, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/sessions`: the list, filtered by repo, date and text, newest (or best) first."""
+        _only_known(params, "/api/sessions", ["q", "types", "repo", "agent", "since", "until", "limit", "offset"])
         limit = _int(params, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
         offset = _int(params, "offset", 0, 0, 10**9)
         repo = (params.get("repo") or "").strip() or None
@@ -239,27 +251,35 @@ class UiApi:
                 "in_catalog": False}
             if until and (row.get("started_at") or "") > until:
                 continue
-            row.update({"score": h["score"], "matches": h["matches"]})
+            row.update({"score": h["score"], "matches": h["matches"], "confidence": h.get("confidence")})
             rows.append(row)
+        # The answer's confidence is its best result's, of the rows still listed (`until` may drop some).
+        confidence = rows[0]["confidence"] if rows else "none"
         return {"total": len(rows), "offset": offset, "limit": limit, "sessions": rows[offset:offset + limit],
-                "search": {"mode": "hybrid", "query": result["query"], "types": types, "note": None}}
+                "search": {"mode": "hybrid", "query": result["query"], "types": types, "note": None,
+                           "confidence": confidence}}
 
     def search(self, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/search`: exactly `jacked search --json` (hybrid, grouped per session)."""
         from jacked.query.search import SearchError, SearchOptions
         from jacked.index.store import StoreError
 
+        from jacked.query.filters import FILTERS
+
+        _only_known(params, "/api/search", ["q", "scope", "mine", "limit", *(f.name for f in FILTERS)])
         q = (params.get("q") or "").strip()
         if not q:
             raise ApiError(400, "q is required: give some words to search for")
         _date_bound(params.get("since"), "since")  # checked here: a bad value is a 400, never a 500
-        if not self.index_exists():
-            raise ApiError(409, f"no index in {self.settings.home} yet: run `jacked backfill` first")
-        from jacked.query.filters import FILTERS
-
-        opts = SearchOptions(types=_list(params.get("types")) or None, scope=params.get("scope") or None,
+        opts = SearchOptions(scope=params.get("scope") or None,
                              mine=_bool(params, "mine", False), limit=_int(params, "limit", 10, 1, MAX_PAGE),
                              filters={f.name: params[f.name] for f in FILTERS if params.get(f.name)})
+        try:
+            opts.validate()  # a bad filter value says so even before there is an index
+        except SearchError as e:
+            raise ApiError(400, str(e)) from None
+        if not self.index_exists():
+            raise ApiError(409, f"no index in {self.settings.home} yet: run `jacked backfill` first")
         try:
             return self._searches.submit(self._search, q, opts).result()
         except (SearchError, TimeParseError) as e:

@@ -166,10 +166,14 @@ async function viewSessions(params) {
     if (my !== seq) return; // a newer query has started: drop this answer
     note.replaceChildren();
     if (d.search && d.search.note) note.append(h("div", { class: "notice", text: d.search.note }));
+    // As `jacked search` does: a weak answer says so, before its closest sessions.
+    if (d.search && (d.search.confidence === "low" || d.search.confidence === "none") && d.sessions.length)
+      note.append(h("div", { class: "notice weak", text: "nothing matched well: these are the closest sessions, likely not the one you mean" }));
     if (!append) body.replaceChildren();
     for (const r of d.sessions) body.append(sessionRow(r));
     state.offset = d.offset + d.sessions.length;
-    count.textContent = d.search ? `${fmt(d.total)} matching` : `${fmt(d.total)} in the catalog`;
+    count.textContent = d.search ? `${fmt(d.total)} matching` + (d.search.confidence ? ` · confidence ${d.search.confidence}` : "")
+      : `${fmt(d.total)} in the catalog`;
     more.hidden = state.offset >= d.total;
     if (!d.sessions.length && !append) body.append(h("tr", {}, h("td", { colspan: 8, class: "muted", text: "no sessions match" })));
   }
@@ -186,6 +190,8 @@ function sessionRow(r) {
     onchange: () => { cb.checked = toggleBasket(r); } });
   const label = r.title || oneLine(r.first_prompt, 140) || "(no prompt)";
   const cell = h("td", {}, h("a", { class: "label", href: `#/session/${r.session_id}`, text: label }), sourceBadge(r.source),
+    r.confidence ? h("span", { class: `badge conf conf-${r.confidence}`, title: "how well this session matched the search",
+      text: `${r.confidence} confidence` }) : null,
     h("div", { class: "small muted" }, r.session_id.slice(0, 8), r.git_branch ? ` · ${r.git_branch}` : ""));
   for (const m of r.matches || []) cell.append(h("div", { class: "match" }, h("span", { class: "ctype", text: m.content_type }), oneLine(m.text, 200)));
   return h("tr", { dataset: { sessionId: r.session_id } }, h("td", {}, cb), cell,
