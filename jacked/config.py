@@ -99,7 +99,7 @@ ALLOWED: dict[str, str] = {
     "default_max_tokens": "a whole number of tokens, at least 100",
     "lock_timeout_s": "a number of seconds, 0 or more",
     "jacked_home": "a directory path",
-    "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode",
+    "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode, aider",
     "archive": "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)",
     "hook_sync": "true or false: the hook indexes before returning instead of in a child process",
     "anthropic_api_key": "an Anthropic API key, for `jacked summarize --llm api`",

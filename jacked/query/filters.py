@@ -36,7 +36,7 @@ def _since_epoch(value: str, now: datetime) -> float:
 FILTERS: list[SearchFilterSpec] = [
     SearchFilterSpec("repo", "repo_name", "value", "Only sessions of this repo."),
     SearchFilterSpec("user", "user_name", "value", "Only this user's sessions."),
-    SearchFilterSpec("agent", "agent", "value", "Only sessions of this coding agent: claude, codex, gemini, opencode."),
+    SearchFilterSpec("agent", "agent", "value", "Only sessions of this coding agent: claude, codex, gemini, opencode, aider."),
     SearchFilterSpec("agent_type", "agent_type", "value", "Only subagent units of this agent type."),
     SearchFilterSpec("since", "ts", "gte", "Only units since: 7d, 2w, 3m, 1y or a date.", operand=_since_epoch),
 ]
