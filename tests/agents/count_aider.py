@@ -18,7 +18,7 @@ Rules, as Aider writes `.aider.chat.history.md` (aider/io.py: `user_input`, `too
   is a notice `Applied edit to …`, `## SearchReplaceNoExactMatch: …`, `The LLM did not conform
   to the edit format.`, `## Running: …`, `Running …`, or an `Add … to the chat?` question answered
   yes (answer y/a, or empty with a `[Y/n]`/`[Yes]` default); errors are the second, third and
-  fourth kinds; tokens are the `Tokens: N sent[, N cache write][, N cache hit], N received`
+  fourth kinds, and a `Running …` notice followed right away by `Error running command…`; tokens are the `Tokens: N sent[, N cache write][, N cache hit], N received`
   notices (k = thousand, M = million, commas dropped); a rejection is any `?`-question answered
   no; an interruption is a turn with a `^C` notice.
 """
@@ -76,6 +76,7 @@ def count_session(lines: list[tuple[str, str]]) -> dict[str, Any]:
     prev = ""
     typed: list[str] = []
     turn_interrupted = False
+    last_running = False  # the line before was `Running …`
     for kind, text in lines + [("end", "")]:
         if kind == "u":
             typed.append(text)
@@ -93,6 +94,9 @@ def count_session(lines: list[tuple[str, str]]) -> dict[str, Any]:
             prev = kind
             continue
         s = text.strip()
+        if not s:
+            continue
+        running_before, last_running = last_running, False
         if s.startswith("Applied edit to "):
             got["tool_calls"] += 1
             got["edits_applied"] += 1
@@ -102,6 +106,11 @@ def count_session(lines: list[tuple[str, str]]) -> dict[str, Any]:
             got["errors"] += 1
         elif s.startswith("Running "):
             got["tool_calls"] += 1
+            last_running = True
+            prev = kind
+            continue
+        elif s.startswith("Error running command") and running_before:
+            got["errors"] += 1
         elif s.startswith("^C"):
             if not turn_interrupted:
                 got["interrupted_turns"] += 1

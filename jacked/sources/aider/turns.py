@@ -11,7 +11,9 @@
     the reply's blocks for PATH), or `write` when the reply gave the file whole;
   - `## SearchReplaceNoExactMatch: … lines in PATH` and `The LLM did not conform to the edit
     format.`: a failed `edit`;
-  - `Running CMD` (a shell command the model suggested, after the user approved it): `bash`;
+  - `Running CMD` (a shell command the model suggested, after the user approved it): `bash`,
+    failed when `Error running command: …` follows (its output goes to the terminal only, so a
+    non-zero exit is not known);
   - `## Running: CMD` (the linter or test command Aider ran, printed only with its errors): a
     failed `lint`;
   - `Add PATH to the chat?` / `Add file to the chat?` answered yes: `read` of PATH.
@@ -49,6 +51,7 @@ RUNNING = re.compile(r"^Running (?!:)(.+?)\s*$")
 LINT = re.compile(r"^## Running: (.+?)\s*$")
 COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.+?)\s*$")
 INTERRUPT = ("^C KeyboardInterrupt", "^C again to exit")
+SHELL_FAILED = "Error running command"  # aider/run_cmd.py: the command did not start
 # `Question? [Y/n] answer` (Aider 0.5x on), `Question? (Y)es/(N)o/... [Yes]: answer` (before)
 CONFIRM = re.compile(r"^(?P<q>.*?\?)\s*(?:\[(?P<d1>[Yy])/[Nn][^\]]*\]|\[[Yy]/(?P<n1>N)[^\]]*\]"
                      r"|\(Y\)es/\(N\)o[^\[]*\[(?P<d2>[^\]]*)\]:?)\s*(?P<a>.*?)\s*$")
@@ -192,6 +195,7 @@ class TurnBuilder:
         self.reply_text: dict[int, str] = {}
         self.subject: list[str] = []  # Aider's lines since its last recognised notice
         self.last_shell: Invocation | None = None
+        self.after_running = False  # the notice before was `Running …`
         self.positions: dict[str, int] = {}  # message id -> calls so far
 
     def build(self, lines: list[Line]) -> Built:
@@ -287,6 +291,7 @@ class TurnBuilder:
         turn = self.cur
         if turn is None:
             return  # Aider's start-up notices and questions, before anything was typed
+        after_running, self.after_running = self.after_running, False
         m = TOKENS.match(stripped)
         if m:
             self._tokens(turn, m)
@@ -313,6 +318,7 @@ class TurnBuilder:
             inv = self._call(turn, "bash", {"command": m.group(1)})
             inv.command, inv.has_result = m.group(1), True
             self.last_shell = inv
+            self.after_running = True
             return
         m = COMMIT.match(stripped)
         if m:
@@ -330,6 +336,8 @@ class TurnBuilder:
         if m:
             self._confirm(turn, m)
             return
+        if stripped.startswith(SHELL_FAILED) and after_running and self.last_shell is not None:
+            self.last_shell.is_error = True  # the command could not be run at all
         if ERROR_LINE.match(stripped):
             turn.events.append(TurnEvent("command_output", turn.started_at,
                                          {"output": strip_ansi(short(stripped, 1000)), "level": "error"}))
