@@ -224,14 +224,16 @@ def test_token_figures_and_local_times() -> None:
 
 
 # --------------------------------------------------------------------------- discovery
-def test_discovery_is_bounded_and_skips_hidden_and_dependency_folders(tmp_path: Path) -> None:
+def test_discovery_is_bounded_and_skips_hidden_dependency_and_repository_folders(tmp_path: Path) -> None:
     history = (HAND / "notes" / CHAT_FILE).read_bytes()
-    for folder in ("code/org/app", ".cache/x", "code/app/node_modules/pkg", "a/b/c/d/e/f/g"):
+    for folder in ("code/org/app", ".cache/x", "code/app/node_modules/pkg", "a/b/c/d/e/f/g", "code/repo/sub"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / CHAT_FILE).write_bytes(history)
+    (tmp_path / "code/repo/.git").mkdir()  # a repository: its own folders are not searched
+    (tmp_path / "code/repo" / CHAT_FILE).write_bytes(history)
     errors: list[str] = []
     assert [p.relative_to(tmp_path).as_posix() for p in find_chat_files(tmp_path, errors)] == [
-        f"code/org/app/{CHAT_FILE}"]
+        f"code/org/app/{CHAT_FILE}", f"code/repo/{CHAT_FILE}"]
     assert errors == []
 
 
@@ -325,3 +327,25 @@ def test_backfill_cli_reads_aider_and_agent_filter(tmp_path: Path) -> None:
     aider = next(s for s in json.loads(status.stdout)["sources"] if s["name"] == "aider")
     assert (aider["root"], aider["found"], aider["sessions"]) == (str(root), True, 4)
     assert _snapshot(root) == before  # nothing written into Aider's files
+
+
+def test_secrets_are_redacted_before_the_catalog(tmp_path: Path) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    root = tmp_path / "projects" / "svc"
+    root.mkdir(parents=True)
+    (root / CHAT_FILE).write_text(
+        "\n# aider chat started at 2025-08-01 12:00:00\n\n"
+        f"#### push with GITHUB_TOKEN={token} please  \n\nI'll run it.\n\n"
+        f"> Tokens: 1.0k sent, 10 received.  \n> git push https://x:{token}@github.com/o/r  \n"
+        "> Run shell command? [Y/n] y  \n"
+        f"> Running git push https://x:{token}@github.com/o/r  \n", encoding="utf-8")
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    cat = Catalog(tmp_path / "catalog.db")
+    report = Scanner(cat, claude, agents={"aider": tmp_path / "projects"}).scan()
+    assert report.errors == [] and report.sessions_scanned == 1
+    (row,) = cat.list_sessions()
+    turns = turns_json(cat, row["session_id"])["turns"]
+    dumped = json.dumps(turns)
+    assert token not in dumped and "REDACTED" in turns[0]["prompt"]
+    assert turns[0]["metrics"]["bash_commands"] and token not in turns[0]["metrics"]["bash_commands"][0]

@@ -8,7 +8,8 @@ in that repository's git root (or the folder it ran in; `--chat-history-file` /
 So the source's folder is one to search for those files: `JACKED_AIDER_ROOT` when set (tests, or
 a folder of projects), else the home folder when it holds Aider's own `~/.aider` (else nothing is
 searched), walked to a bounded depth without hidden folders,
-dependency and build folders (a history file kept elsewhere is found when the root holds it). Each `# aider chat started at …` block of a file is one session, found with a fingerprint of
+dependency and build folders, and not into a git repository's own folders (Aider writes at
+the git root) (a history file kept elsewhere is found when the root holds it). Each `# aider chat started at …` block of a file is one session, found with a fingerprint of
 its own text: a file that grew re-reads its last session only.
 """
 from __future__ import annotations
@@ -51,11 +52,14 @@ def find_chat_files(root: Path, errors: list[str]) -> list[Path]:
             entries = list(os.scandir(folder))
         except OSError:
             continue
+        # Aider writes at the git root: a repository's own folders are not searched (the walk
+        # stays among the folders that hold repositories, whatever their size)
+        is_repo = any(entry.name == ".git" for entry in entries)
         for entry in entries:
             try:
                 if entry.name == CHAT_FILE and entry.is_file():
                     found.append(Path(entry.path))
-                elif depth < MAX_DEPTH and entry.is_dir(follow_symlinks=False) \
+                elif not is_repo and depth < MAX_DEPTH and entry.is_dir(follow_symlinks=False) \
                         and not entry.name.startswith(".") and entry.name not in SKIP_DIRS:
                     stack.append((Path(entry.path), depth + 1))
             except OSError:
