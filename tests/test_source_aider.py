@@ -349,3 +349,14 @@ def test_secrets_are_redacted_before_the_catalog(tmp_path: Path) -> None:
     dumped = json.dumps(turns)
     assert token not in dumped and "REDACTED" in turns[0]["prompt"]
     assert turns[0]["metrics"]["bash_commands"] and token not in turns[0]["metrics"]["bash_commands"][0]
+
+
+def test_install_for_aider_says_there_is_no_mcp_to_register(tmp_path: Path) -> None:
+    import subprocess
+    env = {**os.environ, "JACKED_HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "HOME": str(tmp_path)}
+    done = subprocess.run([str(Path(sys.executable).parent / "jacked"), "install", "--agent", "aider"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Aider takes no MCP server" in done.stderr and "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written anywhere
