@@ -56,29 +56,32 @@ def split_sessions(text: str) -> list[Block]:
     """The sessions of a history file, in file order (blank ones left out)."""
     blocks: list[Block] = []
     seen: dict[str | None, int] = {}
-    start_line, started = 0, None
-    current: list[str] = []
-
-    def close() -> None:
-        body = "".join(current)
+    starts: list[tuple[int, str | None]] = [(0, None)]
+    starts += [(m.start(), m.group(1)) for m in _HEADERS.finditer(text)]
+    line = 0
+    for i, (pos, started) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
+        body = text[pos:end]
+        if i > 0:
+            line += text.count("\n", starts[i - 1][0], pos)
         if has_conversation(body):
             n = seen.get(started, 0)
             seen[started] = n + 1
-            blocks.append(Block(started, n, body, start_line))
-
-    for number, raw in enumerate(text.splitlines(keepends=True)):
-        m = HEADER.match(raw.rstrip("\r\n"))
-        if m is not None:
-            close()
-            current, started, start_line = [raw], m.group(1), number
-            continue
-        current.append(raw)
-    close()
+            blocks.append(Block(started, n, body, line))
     return blocks
+
+
+_HEADERS = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[ \t]*\r?$", re.M)
+_TYPED = re.compile(r"^#### ?\S", re.M)
+_NOT_A_NOTICE = re.compile(r"^(?!>|# aider chat started at |[ \t]*\r?$)", re.M)
 
 
 def has_conversation(body: str) -> bool:
     """Whether a session's text holds a typed line or a reply (not only Aider's notices)."""
+    if _TYPED.search(body):
+        return True  # something typed: no need to read the lines one by one
+    if not _NOT_A_NOTICE.search(body):
+        return False  # Aider's notices only
     return any(line.kind in (Kind.USER, Kind.TEXT) and line.text.strip() for line in parse_lines(body).lines)
 
 

@@ -104,6 +104,19 @@ def read_input_history(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+class InputTimes:
+    """A file's input history, read on first use and shared by the file's sessions."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: list[tuple[str, str]] | None = None
+
+    def entries(self) -> list[tuple[str, str]]:
+        if self._entries is None:
+            self._entries = read_input_history(self.path)
+        return self._entries
+
+
 class AiderSource:
     """Aider (aider.chat): the chat history file of every repository found under the root."""
 
@@ -135,20 +148,22 @@ class AiderSource:
         except OSError as e:
             errors.append(f"{path}: {e.strerror or e}")
             return
+        prompt_times = InputTimes(path.parent / INPUT_FILE)  # read once, when a session of this file is read
         for block in split_sessions(text):
             # the blank line Aider writes before the next header is not a change of this session
             body = block.text.rstrip().encode("utf-8", "surrogatepass")
             fingerprint = hashlib.blake2b(body, digest_size=12).hexdigest()
             sid = session_id_of(path, block)
             yield FoundSession(sid, f"{path.absolute()}#{block.key}", [path], fingerprint,
-                               extra={"path": path, "block": block})
+                               extra={"path": path, "block": block, "prompt_times": prompt_times})
 
     def read(self, found: FoundSession) -> Session:
         path: Path = found.extra["path"]  # type: ignore[assignment]
         block: Block = found.extra["block"]  # type: ignore[assignment]
         started = utc_of_local(block.started)
         parsed = parse_lines(block.text)
-        times = read_input_history(path.parent / INPUT_FILE)
+        holder = found.extra.get("prompt_times")
+        times = holder.entries() if isinstance(holder, InputTimes) else read_input_history(path.parent / INPUT_FILE)
         if started is not None:
             times = [(ts, text) for ts, text in times if ts >= started]
         built = build_turns(parsed.lines, started, times)
