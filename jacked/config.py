@@ -102,7 +102,7 @@ ALLOWED: dict[str, str] = {
     "lock_timeout_s": "a number of seconds, 0 or more",
     "daemon_idle_minutes": "a number of minutes greater than 0",
     "jacked_home": "a directory path",
-    "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode",
+    "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode, aider",
     "archive": "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)",
     "hook_sync": "true or false: the hook indexes before returning instead of in a child process",
     "anthropic_api_key": "an Anthropic API key, for `jacked summarize --llm api`",

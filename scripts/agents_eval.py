@@ -1,10 +1,10 @@
-"""A mixed generated corpus (Claude Code + Codex CLI + Gemini CLI + opencode) and how jacked reads
+"""A mixed generated corpus (Claude Code + Codex CLI + Gemini CLI + opencode + Aider) and how jacked reads
 and finds each agent's sessions.
 
     python scripts/agents_eval.py --out /tmp/mixed [--sessions 120] [--seed 7] [--json]
 
-Build: `../shared/tools/gen_corpus.py` writes a Claude directory with its truth; then three of
-every four sessions are rewritten, one agent each, in that agent's own format by the writers of
+Build: `../shared/tools/gen_corpus.py` writes a Claude directory with its truth; then four of
+every five sessions are rewritten, one agent each, in that agent's own format by the writers of
 `tests/agents/write_<agent>.py`, from a neutral spec read straight from the generated JSONL (no
 jacked code): prompts, assistant texts, tool calls (read, write, edit, shell, search) with their
 parallel batches, outputs, errors and tokens. What the agents have no place for (a subagent's
@@ -33,14 +33,14 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-AGENTS = ("codex", "gemini", "opencode")
+AGENTS = ("codex", "gemini", "opencode", "aider")
 KINDS = {"Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "Bash": "shell", "Grep": "search",
          "Glob": "search"}
 
 
 def agent_of(session_id: str) -> str:
-    """Three sessions in four go to another agent, by a hash of the id (stable across runs)."""
-    n = int(hashlib.sha256(session_id.encode()).hexdigest(), 16) % 4
+    """Four sessions in five go to another agent, by a hash of the id (stable across runs)."""
+    n = int(hashlib.sha256(session_id.encode()).hexdigest(), 16) % (len(AGENTS) + 1)
     return "claude" if n == 0 else AGENTS[n - 1]
 
 
@@ -48,6 +48,7 @@ def agent_env(out: Path) -> dict[str, str]:
     """The variables that point each agent's source at its folder of the corpus."""
     return {"CLAUDE_CONFIG_DIR": str(out / "claude"), "CODEX_HOME": str(out / "codex"),
             "GEMINI_CLI_HOME": str(out / "gemini-home"), "XDG_DATA_HOME": str(out / "xdg-data"),
+            "JACKED_AIDER_ROOT": str(out / "aider"),
             "JACKED_HOME": str(out / "jacked-home")}
 
 
@@ -158,9 +159,9 @@ def _remove_claude_files(claude: Path, truth: dict[str, Any]) -> None:
 def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     """Write the mixed corpus under `out` and its truth (`out/mixed_truth.json`)."""
     sys.path.insert(0, str(REPO / "tests"))
-    from agents import write_codex, write_gemini, write_opencode  # noqa: PLC0415 (the writers live with the tests)
+    from agents import write_aider, write_codex, write_gemini, write_opencode  # noqa: PLC0415 (the writers live with the tests)
 
-    writers = {"codex": write_codex, "gemini": write_gemini, "opencode": write_opencode}
+    writers = {"codex": write_codex, "gemini": write_gemini, "opencode": write_opencode, "aider": write_aider}
     if out.exists():
         shutil.rmtree(out)
     claude = out / "claude"
@@ -171,6 +172,7 @@ def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     from jacked.sources.registry import SOURCES
 
     mixed: dict[str, Any] = {"sessions": {}, "queries": truth["queries"]}
+    renamed: dict[str, str] = {}
     for t in truth["sessions"]:
         agent = agent_of(t["session_id"])
         if agent == "claude":
@@ -181,11 +183,19 @@ def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
         spec = spec_of(t, claude)
         if not spec["turns"]:
             continue  # nothing a human typed: no session for the other agents
-        writers[agent].write_session(SOURCES[agent].default_root(env), spec)
+        written = writers[agent].write_session(SOURCES[agent].default_root(env), spec)
+        # an agent that names its sessions itself (Aider) says under which id jacked finds it
+        sid = written if isinstance(written, str) else t["session_id"]
+        renamed[t["session_id"]] = sid
+        # what the agent's files can tell of each turn (Aider has no search tool, ...)
+        expected = getattr(writers[agent], "expected_calls", None)
         _remove_claude_files(claude, t)
-        mixed["sessions"][t["session_id"]] = {"agent": agent, "turns": [
-            {"prompt": x["prompt"], "calls": len(x["calls"]), "errors": sum(c["error"] for c in x["calls"])}
+        mixed["sessions"][sid] = {"agent": agent, "turns": [
+            {"prompt": x["prompt"], **dict(zip(("calls", "errors"), expected(x) if expected else
+                                               (len(x["calls"]), sum(c["error"] for c in x["calls"]))))}
             for x in spec["turns"]], "secrets": t.get("secrets") or []}
+    for q in mixed["queries"]:
+        q["relevant_session_ids"] = [renamed.get(s, s) for s in q["relevant_session_ids"]]
     (out / "mixed_truth.json").write_text(json.dumps(mixed, indent=1))
     return mixed
 

@@ -71,8 +71,8 @@ FILTERS: list[SearchFilterSpec] = [
                      choices=_content_types, many=True, cli_flags=("--type", "-t"), value_name="content type"),
     SearchFilterSpec("repo", "repo_name", "value", "Only sessions of this repo."),
     SearchFilterSpec("user", "user_name", "value", "Only this user's sessions."),
-    SearchFilterSpec("agent", "agent", "value", "Only sessions of this coding agent: claude, codex, gemini, opencode.",
-                     choices=_agents),
+    SearchFilterSpec("agent", "agent", "value",
+                     "Only sessions of this coding agent: claude, codex, gemini, opencode, aider.", choices=_agents),
     SearchFilterSpec("agent_type", "agent_type", "value", "Only subagent units of this agent type."),
     SearchFilterSpec("since", "ts", "gte", "Only units since: 7d, 2w, 3m, 1y or a date.", operand=_since_epoch),
 ]

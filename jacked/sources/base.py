@@ -72,7 +72,7 @@ def stat_fingerprint(paths: Iterable[Path]) -> str:
 
 def redact_session(s: Session) -> Session:
     """Redact every text of a session built by a source, in one batch (as the Claude reader does)."""
-    slots: list[tuple[object, str]] = []
+    slots: list[tuple[object, str | int]] = []
 
     def take(obj: object, *names: str) -> None:
         for name in names:
@@ -89,15 +89,19 @@ def redact_session(s: Session) -> Session:
         take(t, "prompt", "assistant_text")
         for inv in t.invocations:
             take(inv, "input_brief", "result_brief", "command", "description", "diff", "file_path")
+        # the metrics were computed from the calls before redaction: their lists hold the same texts
+        for items in (t.metrics.bash_commands, t.metrics.files_read, t.metrics.files_written, t.metrics.files_modified):
+            slots.extend((items, i) for i, v in enumerate(items) if isinstance(v, str))
         for ev in t.events:
             if isinstance(ev.data, dict):
                 for k, v in ev.data.items():
                     if isinstance(v, str):
                         slots.append((ev.data, k))
-    values = redact_many([getattr(o, n) if not isinstance(o, dict) else o[n] for o, n in slots])
+    values = redact_many([o[n] if isinstance(o, (dict, list)) else getattr(o, n)  # type: ignore[index]
+                          for o, n in slots])
     for (obj, name), value in zip(slots, values):
-        if isinstance(obj, dict):
-            obj[name] = value
+        if isinstance(obj, (dict, list)):
+            obj[name] = value  # type: ignore[index]
         else:
-            setattr(obj, name, value)
+            setattr(obj, name, value)  # type: ignore[arg-type]
     return s

@@ -5,6 +5,7 @@ its folder exists and `disabled_sources` does not name it.
 """
 from __future__ import annotations
 
+from jacked.sources.aider.source import AiderSource
 from jacked.sources.base import TranscriptSource
 from jacked.sources.claude.source import ClaudeSource
 from jacked.sources.codex.source import CodexSource
@@ -16,6 +17,7 @@ SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     CodexSource(),
     GeminiSource(),
     OpencodeSource(),
+    AiderSource(),
 )}
 
 

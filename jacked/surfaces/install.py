@@ -477,6 +477,8 @@ def _uninstall_skill(ctx: _Ctx) -> None:
 
 # --------------------------------------------------------------------------- other agents
 OTHER_AGENTS = ("codex", "gemini", "opencode")
+# Agents jacked reads that take no MCP server: nothing to register (their sessions are read anyway).
+NO_MCP_AGENTS = {"aider": "Aider"}
 
 
 def install_for_agent(agent: str, environ: Mapping[str, str] | None = None) -> Path:
@@ -492,6 +494,9 @@ def uninstall_for_agent(agent: str, environ: Mapping[str, str] | None = None) ->
 
 
 def _agent_module(agent: str) -> Any:
+    if agent in NO_MCP_AGENTS:
+        raise InstallError(f"{NO_MCP_AGENTS[agent]} takes no MCP server, so there is nothing to install: jacked reads "
+                           "its sessions anyway (`jacked backfill`)")
     if agent not in OTHER_AGENTS:
         raise InstallError(f"unknown agent {agent!r}: use one of {', '.join(OTHER_AGENTS)} (Claude Code is the default)")
     import importlib

@@ -40,7 +40,7 @@ KEYWORD_INDEXES: tuple[str, ...] = (
     "repo_name",
     "user_name",
     "agent_type",
-    "agent",  # the coding agent of the session: claude, codex, gemini, opencode
+    "agent",  # the coding agent of the session: claude, codex, gemini, opencode, aider
 )
 #: Indexes an older jacked made and this one drops (at the next optimisation).
 OBSOLETE_INDEXES: tuple[str, ...] = ("repo_id", "content_hash")
