@@ -205,7 +205,8 @@ def test_a_client_imports_no_model_store_or_transcript_reader(homes: tuple[Path,
     heavy = ("onnxruntime", "qdrant_edge", "jacked.index.embed", "jacked.index.store", "jacked.sources.claude",
              "tiktoken", "jacked.service")
     runs = [(["sessions"], None), (["index", "--hook"], json.dumps({"transcript_path": str(session)})),
-            (["turns", CI[:8], "--json"], None)]
+            (["turns", CI[:8], "--json"], None), (["search", "manifest archive"], None), (["stats"], None),
+            (["timeline", CI[:8]], None)]
     for args, stdin in runs:
         done = subprocess.run([sys.executable, "-X", "importtime", str(JACKED), *args], env=env, input=stdin,
                               capture_output=True, text=True, timeout=120)

@@ -143,6 +143,7 @@ def test_a_file_written_by_jacked_config_set_matches_the_schema(tmp_path: Path) 
         "default_max_tokens": "4000", "lock_timeout_s": "0", "jacked_home": str(tmp_path / "home"),
         "disabled_sources": "codex,gemini", "archive": "false", "hook_sync": "true",
         "anthropic_api_key": "sk-ant-api03-0123456789abcdef", "exclude": "~/work/client-*,secret-repo",
+        "daemon_idle_minutes": "15",
     }
     assert set(values) == set(FILE_KEYS)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKED_", "QDRANT_CLAUDE_"))}

@@ -108,7 +108,9 @@ def test_unknown_names_and_values_are_one_line_errors_naming_the_valid_ones(inde
                JACKED_USER_NAME="ada", JACKED_DAEMON="off")
     exe = str(Path(sys.executable).parent / "jacked")
     types = f"unknown content type 'bogus': use one of {', '.join(CONTENT_TYPES)}"
-    agents = "unknown agent 'cobol': use one of claude, codex, gemini, opencode"
+    from jacked.sources.registry import SOURCES
+
+    agents = f"unknown agent 'cobol': use one of {', '.join(SOURCES)}"
     for args, want in ((["--type", "plan", "--type", "bogus"], types), (["--agent", "cobol"], agents)):
         p = subprocess.run([exe, "search", QUERY, *args], capture_output=True, text=True, env=env, timeout=300)
         assert p.returncode == 1 and p.stdout == "" and p.stderr.strip().endswith(want), p.stderr

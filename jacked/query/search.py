@@ -23,13 +23,13 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from jacked.catalog.index_state import PENDING
 from jacked.config import Settings
-from jacked.index.content_types import CONTENT_TYPES, SCOPES
-from jacked.query.filters import FilterError, checked as checked_filters, conditions as filter_conditions
+from jacked.query.filters import conditions as filter_conditions
+from jacked.query.options import SearchError, SearchOptions
+from jacked.query.options import current_repo_name as current_repo_name  # re-exported: its users import it from here
 from jacked.query.timephrase import find_time_phrase
 from jacked.util.time import age_days, now_utc, relative_age
 
@@ -56,10 +56,6 @@ RECENCY_FLOOR = 0.8
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class SearchError(FilterError):
-    """A query or filter the user must fix."""
-
-
 def sanitize_query(query: str) -> str:
     """Control characters stripped, whitespace folded, at most 2,000 characters."""
     q = " ".join(_CONTROL.sub(" ", query or "").split())
@@ -68,60 +64,6 @@ def sanitize_query(query: str) -> str:
     return q[:MAX_QUERY_CHARS]
 
 
-
-
-@dataclass
-class SearchOptions:
-    """Filters and weighting of a search."""
-
-    types: list[str] | None = None
-    scope: str | None = None  # sessions | turns | messages | all; narrows `types` to that layer
-    agent_type: str | None = None
-    repo: str | None = None
-    user: str | None = None
-    mine: bool = False
-    since: str | None = None
-    limit: int = 10
-    filters: dict[str, Any] = field(default_factory=dict)  # more filters of jacked.query.filters, by name
-    current_repo: str | None = None
-    now: datetime | None = None
-    weights: dict[str, float] = field(default_factory=dict)
-
-    def filter_values(self) -> dict[str, Any]:
-        """Every filter of jacked.query.filters given a value, by name (`filters` over the fields)."""
-        fields = {"types": self.types, "repo": self.repo, "user": self.user, "agent_type": self.agent_type,
-                  "since": self.since}
-        return {k: v for k, v in {**fields, **self.filters}.items() if v not in (None, "", [])}
-
-    def content_types(self) -> list[str] | None:
-        """The scope's layer of content types (None: every type); the `types` filter narrows it further."""
-        layer = SCOPES.get(self.scope or "all")
-        return list(layer) if layer is not None else None
-
-    def validate(self) -> None:
-        if self.scope is not None and self.scope not in SCOPES:
-            raise SearchError(f"unknown scope {self.scope!r}: use one of {', '.join(SCOPES)}")
-        try:
-            types = checked_filters(self.filter_values()).get("types")
-        except FilterError as e:
-            raise SearchError(str(e)) from None
-        layer = self.content_types()
-        if layer is not None and types and not set(types) & set(layer):
-            raise SearchError(f"none of the types {', '.join(types)} is in scope {self.scope!r}: "
-                              f"its types are {', '.join(layer)}")
-        if self.limit < 1:
-            raise SearchError("-n must be at least 1")
-
-
-def current_repo_name(cwd: Path | None = None) -> str | None:
-    """The repo the user is in: the git top-level's name, else the folder's name."""
-    from jacked.sources.claude.discover import repo_name_of
-
-    here = (cwd or Path.cwd()).resolve()
-    for p in [here, *here.parents]:
-        if (p / ".git").exists():
-            return repo_name_of(str(p))
-    return repo_name_of(str(here))
 
 
 _WORD = re.compile(r"[a-z0-9]+")

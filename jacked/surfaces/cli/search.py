@@ -22,7 +22,7 @@ def search_cmd(
     **filters: Any,
 ) -> None:
     """Find past sessions: hybrid semantic + keyword search, grouped by session."""
-    from jacked.query.search import SearchOptions, current_repo_name
+    from jacked.query.options import SearchOptions, current_repo_name
 
     if filters.get("user") and mine:
         raise CliError("--user and --mine exclude each other")

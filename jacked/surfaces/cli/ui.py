@@ -37,8 +37,8 @@ def ui_cmd(
     if hasattr(jk, "client"):  # the daemon's service: searches and retrieval go to it
         from jacked.surfaces.daemon.client import RemoteService
 
-        def remote(warn_to: object) -> RemoteService:
-            return RemoteService(jk.client, jk.where, scan=False, warn=warn_to)  # type: ignore[attr-defined,arg-type]
+        client, where = jk.client, jk.where  # type: ignore[attr-defined]
+        remote = lambda warn_to: RemoteService(client, where, scan=False, warn=warn_to)  # noqa: E731
     try:
         server = make_server(s, host, port, token, Limits(request_timeout=request_timeout), remote=remote)
     except UiConfigError as e:

@@ -17,7 +17,7 @@ from typing import Any
 
 from jacked.errors import JackedError
 from jacked.surfaces.daemon.protocol import (
-    PROTOCOL_VERSION, DaemonPaths, Where, build_id, decode, encode, locate, short_address, too_long,
+    PROTOCOL_VERSION, DaemonPaths, Where, build_id, decode, encode, short_address, too_long,
 )
 
 #: How long a client waits for a daemon it started to answer (it imports the web stack first).
