@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from statistics import median
 from typing import Any
 
 from jacked.catalog import Catalog, stats_queries
 from jacked.catalog.usage_queries import UsageFilter, usage_sums
 from jacked.query.prices import PriceTable
-from jacked.util.time import parse_since
+from jacked.query.usage import Tally, tally_by
+from jacked.util.time import iso_utc
 from jacked.sources.model import EDIT_TOOLS, READ_TOOLS, SHELL_TOOLS, WRITE_TOOLS
 
 NGRAM_SIZES = (2, 3, 4)
@@ -44,10 +45,7 @@ class StatsQuery:
 
 def iso_since(since: str | None, now: datetime | None = None) -> str | None:
     """`--since` as an ISO string comparable with the catalog's UTC `...Z` timestamps."""
-    if not since:
-        return None
-    dt = parse_since(since, now).astimezone(timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    return iso_utc(since, now)
 
 
 def _top(counter: Counter[Any], n: int) -> list[tuple[Any, int]]:
@@ -80,8 +78,6 @@ def _tokens(catalog: Catalog, q: StatsQuery, since: str | None, prices: PriceTab
     everything the sessions caused, subagents and compactions included whatever
     `include_subagents` says (that is about tool calls; the bill has them all), as `jacked usage`
     counts them, with the split by role and by model."""
-    from jacked.query.usage import Tally, tally_by
-
     table = prices or PriceTable()
     sums = usage_sums(catalog, "model", UsageFilter(repo=q.repo, session_ids=[q.session_id] if q.session_id else None,
                                                     since=since))

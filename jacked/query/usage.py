@@ -15,7 +15,7 @@ from jacked.catalog import Catalog
 from jacked.catalog.usage_queries import GROUP_KEYS, UsageFilter, UsageSum, session_labels, usage_sums
 from jacked.errors import JackedError
 from jacked.query.prices import PriceTable
-from jacked.query.stats import iso_since
+from jacked.util.time import iso_utc
 
 GROUPS = ("day", "week", "month", "session", "model", "agent", "role", "repo")
 ROLES = ("main", "subagent", "teammate", "compaction")
@@ -144,17 +144,12 @@ class UsageQuery:
 
 
 def usage_filter(q: UsageQuery) -> UsageFilter:
-    try:
-        since = iso_since(q.since, q.now)
-        until = _iso_until(q.until, q.now)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
     return UsageFilter(repo=q.repo, session_ids=[q.session_id] if q.session_id else None, agent=q.agent,
-                       since=since, until=until)
+                       since=iso_utc(q.since, q.now), until=_iso_until(q.until, q.now))
 
 
 def _iso_until(until: str | None, now: datetime | None) -> str | None:
-    """`--until`: a bare date includes that whole day (the report's rows are days)."""
+    """`--until`, exclusive: a bare date includes that whole day (the report's rows are days)."""
     if not until:
         return None
     text = until.strip()
@@ -162,9 +157,10 @@ def _iso_until(until: str | None, now: datetime | None) -> str | None:
         try:
             day = datetime.strptime(text, "%Y-%m-%d")
         except ValueError:
-            raise UsageError(f"--until {until!r}: give a date as YYYY-MM-DD, or a time as --since takes it") from None
+            raise UsageError(f"cannot read --until {until!r}: use a date like 2026-01-31 or a time as "
+                             "--since takes it") from None
         return (day + timedelta(days=1)).strftime("%Y-%m-%dT00:00:00.000Z")
-    return iso_since(text, now)
+    return iso_utc(text, now, "--until")
 
 
 def usage_report(catalog: Catalog, q: UsageQuery, prices: PriceTable) -> dict[str, Any]:
