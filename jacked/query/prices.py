@@ -60,7 +60,7 @@ class Price:
 def _claude(inp: float, out: float, long: tuple[float, float] | None = None) -> Price:
     """Anthropic's rule: cache writes 1.25x input (five minutes) or 2x (one hour), reads 0.1x."""
     def rates(i: float, o: float) -> Rates:
-        return Rates(i, o, i * 1.25, i * 2, i * 0.1)
+        return Rates(i, o, round(i * 1.25, 6), round(i * 2, 6), round(i * 0.1, 6))
     return Price(rates(inp, out), rates(*long) if long else None, SOURCES["anthropic"])
 
 
