@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -192,10 +193,10 @@ def test_price_overrides_replace_or_add_and_bad_ones_are_named() -> None:
 
 
 # --------------------------------------------------------------------------- the CLI
-def _cli(args: list[str], claude: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def _cli(args: list[str], claude: Path, home: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
     env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), JACKED_DAEMON="off", NO_COLOR="1",
-               HOME=str(home.parent))
+               HOME=str(home.parent), **env_extra)
     script = Path(sys.executable).parent / "jacked"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "jacked.surfaces.cli.main"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=300)
@@ -316,3 +317,29 @@ def test_stats_sessions_turns_usage_web_and_mcp_give_the_same_totals(surfaces: d
         web_stats = web("/api/stats" + (f"?repo={repo}" if filt else ""))["tokens"]
         for seen in (stats, mcp_stats, web_stats):
             assert (_four(seen), seen["cost_usd"]) == (_four(total["tokens"]), total["cost_usd"]), filt
+
+
+# --------------------------------------------------------------------------- other coding agents
+def test_opencode_sessions_use_the_same_model_and_keep_the_cost_opencode_recorded(tmp_path: Path) -> None:
+    """opencode's hand fixture: each session's own (main-chain) tokens as its independent counter
+    reads them, priced by the table, and what opencode itself recorded kept beside it."""
+    sys.path.insert(0, str(Path(__file__).parent / "agents"))
+    import count_opencode  # noqa: E402 (a helper of the tests, found beside them)
+
+    fixture = Path(__file__).parent / "fixtures" / "opencode" / "hand"
+    data = tmp_path / "xdg"
+    shutil.copytree(fixture, data / "opencode")
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    p = _cli(["usage", "--by", "session", "--agent", "opencode", "--json"], claude, tmp_path / "jh",
+             XDG_DATA_HOME=str(data))
+    assert p.returncode == 0, p.stderr
+    rows = {r["session"]: r for r in json.loads(p.stdout)["rows"]}
+    counted = count_opencode.count_dir(fixture)["sessions"]
+    assert set(counted) <= set(rows)
+    for sid, c in counted.items():
+        main = rows[sid]["by_role"].get("main", {"tokens": dict.fromkeys(KINDS, 0)})["tokens"]
+        assert (main["input"], main["output"], main["cache_read"], main["cache_creation"]) == (
+            c["input_tokens"], c["output_tokens"], c["cache_read_tokens"], c["cache_creation_tokens"]), sid
+    total = json.loads(p.stdout)["total"]
+    assert total["cost_usd"] is not None and total["cost_usd"] > 0 and total["agent_cost_usd"] > 0
