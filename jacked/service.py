@@ -326,7 +326,8 @@ class Jacked:
         catalog, ids = self.sessions_of(refs)
         return retrieve(catalog, ids, mode=mode,
                         budget=budget if budget is not None else self.settings.default_max_tokens,
-                        margin=self.settings.token_safety_margin, check_git=check_git, warn=self.warn)
+                        margin=self.settings.token_safety_margin, check_git=check_git, warn=self.warn,
+                        prices=self.prices())
 
     def recall(self, cwd: str, max_tokens: int = 1500, search: bool = True) -> dict[str, Any]:
         """A short brief of the past sessions of the repo at `cwd` (`search`: rank them with the index too)."""

@@ -343,3 +343,17 @@ def test_opencode_sessions_use_the_same_model_and_keep_the_cost_opencode_recorde
             c["input_tokens"], c["output_tokens"], c["cache_read_tokens"], c["cache_creation_tokens"]), sid
     total = json.loads(p.stdout)["total"]
     assert total["cost_usd"] is not None and total["cost_usd"] > 0 and total["agent_cost_usd"] > 0
+
+
+def test_retrieve_headers_carry_the_session_cost(tmp_path: Path) -> None:
+    from jacked.query.retrieve import retrieve
+
+    claude = _busy_session(tmp_path)
+    cat = Catalog(tmp_path / "home" / "catalog.db")
+    Scanner(cat, claude).scan()
+    priced = retrieve(cat, [SID], budget=2000, check_git=False, prices=PriceTable.with_overrides(PRICED))
+    assert "Cost: $0.01 · 5 API calls (subagents, compactions included)" in priced.text
+    assert priced.sessions[0]["cost_usd"] == list_sessions(cat, prices=PriceTable.with_overrides(PRICED))[0]["cost_usd"]
+    unknown = retrieve(cat, [SID], budget=2000, check_git=False)
+    assert "Cost: unknown · 5 API calls" in unknown.text and unknown.sessions[0]["cost_usd"] is None
+    assert unknown.used <= unknown.budget
