@@ -357,3 +357,11 @@ def test_retrieve_headers_carry_the_session_cost(tmp_path: Path) -> None:
     unknown = retrieve(cat, [SID], budget=2000, check_git=False)
     assert "Cost: unknown · 5 API calls" in unknown.text and unknown.sessions[0]["cost_usd"] is None
     assert unknown.used <= unknown.budget
+
+
+def test_a_prompts_only_session_has_an_unknown_cost_not_a_free_one() -> None:
+    from jacked.query.history import with_usage
+
+    rows = with_usage(Catalog(":memory:"), [{"session_id": "gone", "source": "history"},
+                                           {"session_id": "quiet", "source": "transcript"}])
+    assert [(r["api_calls"], r["cost_usd"]) for r in rows] == [(0, None), (0, 0.0)]

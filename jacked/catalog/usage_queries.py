@@ -29,7 +29,6 @@ GROUP_KEYS: dict[str, str] = {
     "agent": "s.agent",
     "role": "COALESCE(l.role, CASE WHEN l.owner = '' THEN 'main' ELSE 'subagent' END)",
     "repo": "COALESCE(s.repo_name, '')",
-    "total": "''",
 }
 
 

@@ -70,7 +70,9 @@ def with_usage(catalog: Catalog, sessions: list[dict[str, Any]],
     for s in sessions:
         t = tallies.get(s["session_id"]) or Tally()
         u = t.to_json()
-        s.update({"tokens": u["tokens"], "cost_usd": u["cost_usd"], "api_calls": u["api_calls"],
+        # a prompts-only session (its transcript deleted before jacked saw it): what it cost is not known
+        unknown = not u["api_calls"] and s.get("source") == "history"
+        s.update({"tokens": u["tokens"], "cost_usd": None if unknown else u["cost_usd"], "api_calls": u["api_calls"],
                   "usage_by_role": u.get("by_role", {})})
         if u["unpriced_models"]:
             s["unpriced_models"] = u["unpriced_models"]
