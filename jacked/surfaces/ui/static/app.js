@@ -438,7 +438,9 @@ function renderStats(out, d) {
     card(d.time.turn_ms_median !== null ? dur(d.time.turn_ms_median) : "–", "median turn"));
   const tools = Object.entries(d.tool_usage).slice(0, 15);
   const series = buckets(d.over_time);
-  const costs = buckets((d.cost_over_time || []).map((x) => ({ day: x.day, cost: x.cost_usd_known })), ["cost"]);
+  // tokens and cost per response day, everything the sessions caused (subagents, compactions) as in the cards
+  const costs = buckets((d.cost_over_time || []).map((x) => ({ day: x.day, cost: x.cost_usd_known,
+    tin: x.tokens.input + x.tokens.cache_creation + x.tokens.cache_read, tout: x.tokens.output })), ["cost", "tin", "tout"]);
   const models = Object.entries(d.tokens.by_model || {});
   const charts = h("div", { class: "charts" },
     chartPanel("Tool usage", h("span", { class: "legend" }, h("i", { class: "c-in" }), "calls", h("i", { class: "c-err" }), "failed"),
@@ -451,8 +453,8 @@ function renderStats(out, d) {
     chartPanel("Cost by model", null,
       hbars(models.map(([k, v]) => ({ label: k, value: v.cost_usd || 0, extra: v.cost_usd === null ? "unknown" : usd(v.cost_usd) })), (r) => r.extra)),
     chartPanel(`Turns per ${series.unit}`, null, vbars(series.rows.map((x) => ({ label: x.label, value: x.turns })))),
-    chartPanel(`Tokens per ${series.unit}`, h("span", { class: "legend" }, h("i", { class: "c-in" }), "in (with cache, left axis)", h("i", { class: "c-out" }), "out (right axis)"),
-      lines(series.rows.map((x) => x.label), [series.rows.map((x) => x.input_tokens), series.rows.map((x) => x.output_tokens)])),
+    chartPanel(`Tokens per ${costs.unit}`, h("span", { class: "legend" }, h("i", { class: "c-in" }), "in (with cache, left axis)", h("i", { class: "c-out" }), "out (right axis)"),
+      lines(costs.rows.map((x) => x.label), [costs.rows.map((x) => x.tin), costs.rows.map((x) => x.tout)])),
     chartPanel(`Tool calls and errors per ${series.unit}`, h("span", { class: "legend" }, h("i", { class: "c-in" }), "calls", h("i", { class: "c-err" }), "failed"),
       vbars(series.rows.map((x) => ({ label: x.label, value: x.tool_calls, part: x.tool_errors })))),
     chartPanel("Common tool sequences within a turn", null,
