@@ -60,10 +60,18 @@ def test_every_real_session_bills_what_an_independent_count_reads(real: Catalog)
     main_only = ic.count_dir(REAL)["sessions"]
     more = [sid for sid, s in main_only.items() if BILLED.get(sid, {}).get("output", 0) > s["output_tokens"]]
     assert more, "no fixture session has subagent tokens beyond its main chain"
+    listed = {s["session_id"]: s for s in list_sessions(real)}
     for sid in more:
         assert rows[sid]["by_role"]["main"]["tokens"]["output"] == main_only[sid]["output_tokens"]
         assert rows[sid]["by_role"]["subagent"]["tokens"]["output"] == \
             BILLED[sid]["output"] - main_only[sid]["output_tokens"]
+        if sid in listed:  # a session's models are every model that answered, its subagents' too
+            assert listed[sid]["models"] == rows[sid]["models"]
+    assert any(set(rows[sid]["models"]) - _main_models(real, sid) for sid in more)  # a subagent on another model
+
+
+def _main_models(cat: Catalog, sid: str) -> set[str]:
+    return {m for t in turns_json(cat, sid)["turns"] for m in t["models"]}
 
 
 def test_every_real_model_is_priced_and_the_total_is_the_sum_of_its_rows(real: Catalog) -> None:

@@ -65,7 +65,8 @@ def with_usage(catalog: Catalog, sessions: list[dict[str, Any]],
                prices: PriceTable | None = None) -> list[dict[str, Any]]:
     """`sessions` (`session_summary` dicts) with what each cost, everything it caused included:
     `tokens` {input, output, cache_creation, cache_read}, `cost_usd` (null when a model has no
-    price), `api_calls` and `usage_by_role` (main, subagent, teammate, compaction)."""
+    price), `api_calls`, `usage_by_role` (main, subagent, teammate, compaction) and the `models`
+    that answered (a subagent's too)."""
     tallies = session_usage(catalog, [s["session_id"] for s in sessions], prices or PriceTable())
     for s in sessions:
         t = tallies.get(s["session_id"]) or Tally()
@@ -73,7 +74,7 @@ def with_usage(catalog: Catalog, sessions: list[dict[str, Any]],
         # a prompts-only session (its transcript deleted before jacked saw it): what it cost is not known
         unknown = not u["api_calls"] and s.get("source") == "history"
         s.update({"tokens": u["tokens"], "cost_usd": None if unknown else u["cost_usd"], "api_calls": u["api_calls"],
-                  "usage_by_role": u.get("by_role", {})})
+                  "usage_by_role": u.get("by_role", {}), "models": u["models"]})
         if u["unpriced_models"]:
             s["unpriced_models"] = u["unpriced_models"]
     return sessions

@@ -386,7 +386,6 @@ def session_detail(cat: Catalog, sid: str, settings: Settings) -> dict[str, Any]
     session = with_usage(cat, [session_summary(row)], prices)[0]
     session["age"] = relative_age(row.get("ended_at") or row.get("started_at"))
     session["version_last"] = row.get("version_last")
-    session["models"] = row.get("models")
     data["session"] = session
 
     timing = {use_id: _ms_between(at, result_at) for use_id, at, result_at in ui_queries.call_times(cat, sid)}
