@@ -31,6 +31,8 @@ GROUP_KEYS: dict[str, str] = {
     "repo": "COALESCE(s.repo_name, '')",
 }
 
+SESSION_KEYS = frozenset({"agent", "repo"})  # keys read from the session row (`s`)
+
 
 @dataclass(frozen=True, slots=True)
 class UsageFilter:
@@ -86,7 +88,10 @@ def usage_sums(catalog: Catalog, by: str, where: UsageFilter) -> list[UsageSum]:
               "COALESCE(SUM(l.input_tokens), 0), COALESCE(SUM(l.output_tokens), 0), "
               "COALESCE(SUM(l.cache_creation_tokens), 0), COALESCE(SUM(l.cache_creation_1h_tokens), 0), "
               "COALESCE(SUM(l.cache_read_tokens), 0), SUM(l.agent_cost_usd), COUNT(l.agent_cost_usd) "
-              "FROM llm_calls l JOIN sessions s ON s.session_id = l.session_id WHERE ")
+              "FROM llm_calls l ")
+    if by in SESSION_KEYS or where.repo or where.agent:  # the session row only when asked for
+        select += "JOIN sessions s ON s.session_id = l.session_id "
+    select += "WHERE "
     group = " GROUP BY 1, 2, 3, 4"
     if where.session_ids is None:
         rows: Any = catalog.db.execute(select + " AND ".join(conds) + group, args)
