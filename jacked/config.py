@@ -68,6 +68,7 @@ FILE_KEYS: tuple[str, ...] = (
     "other_repo_weight", "time_decay_halflife_weeks", "token_safety_margin", "default_max_tokens",
     "lock_timeout_s", "jacked_home", "disabled_sources", "archive", "hook_sync", "anthropic_api_key", "exclude",
     "daemon_idle_minutes",
+    "prices",
 )
 SECRET_KEYS = frozenset({"qdrant_api_key", "anthropic_api_key"})
 # Names used by the seed's jacked.json; read as the new key when it is absent.
@@ -84,8 +85,7 @@ ENV_VARS["anthropic_api_key"] = ("JACKED_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"
 # Read from the environment each run, never copied into the file: a per-run switch, or another
 # program's secret (ANTHROPIC_API_KEY) that does not belong in jacked's file.
 NOT_MIGRATED = frozenset({"jacked_home", "user_name", "archive", "hook_sync", "anthropic_api_key", "disabled_sources",
-                          "daemon_idle_minutes",
-                          "exclude"})
+                          "daemon_idle_minutes", "exclude", "prices"})
 
 # What each key accepts, for error messages.
 ALLOWED: dict[str, str] = {
@@ -109,6 +109,10 @@ ALLOWED: dict[str, str] = {
     "exclude": ("globs of projects and paths whose sessions jacked never keeps, e.g. [\"~/work/client-*\", "
                 "\"secret-repo\"] (or \"~/a,~/b\"): a glob with / matches the session's cwd or transcript path "
                 "(~ expanded; a folder covers all below it), one without / the repo name"),
+    "prices": ("model prices in USD per million tokens, added to or replacing the shipped table, e.g. "
+               "{\"my-model\": {\"input\": 3, \"output\": 15, \"cache_creation\": 3.75, \"cache_read\": 0.3}} "
+               "(kinds: input, output, cache_creation, cache_creation_1h, cache_read; long_context: the same "
+               "above 200,000 input tokens)"),
     "claude_dir": "a directory path",
     "home": "a directory path",
     "machine": "a non-empty host name",
@@ -342,6 +346,19 @@ def _split_names(v: Any) -> Any:
 NameList = Annotated[list[str], BeforeValidator(_split_names)]
 
 
+def _json_object(value: Any) -> Any:
+    """An object given as JSON text (from the environment) read as the object."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value  # the type check below names the key
+    return value
+
+
+PriceOverrides = Annotated[dict[str, dict[str, Any]], BeforeValidator(_json_object)]
+
+
 # --------------------------------------------------------------------------- the model
 class Settings(BaseSettings):
     """Resolved settings for one jacked run.
@@ -379,6 +396,8 @@ class Settings(BaseSettings):
     exclude: NameList = []
     # The daemon (jacked.surfaces.daemon) exits after this long without a request.
     daemon_idle_minutes: Finite = Field(30.0, gt=0)
+    # Model prices over the shipped table (jacked.query.prices): checked when costs are asked for.
+    prices: PriceOverrides = {}
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -39,6 +39,7 @@ class Jacked:
         self._catalog: Catalog | None = None
         self._indexer: Any = None
         self._scanned_at: float | None = None
+        self._prices: Any = None
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -325,7 +326,8 @@ class Jacked:
         catalog, ids = self.sessions_of(refs)
         return retrieve(catalog, ids, mode=mode,
                         budget=budget if budget is not None else self.settings.default_max_tokens,
-                        margin=self.settings.token_safety_margin, check_git=check_git, warn=self.warn)
+                        margin=self.settings.token_safety_margin, check_git=check_git, warn=self.warn,
+                        prices=self.prices())
 
     def recall(self, cwd: str, max_tokens: int = 1500, search: bool = True) -> dict[str, Any]:
         """A short brief of the past sessions of the repo at `cwd` (`search`: rank them with the index too)."""
@@ -363,7 +365,7 @@ class Jacked:
         """Sessions, newest first (the `sessions --json` rows; `limit` of them from `offset`)."""
         from jacked.query.history import list_sessions
 
-        return list_sessions(self.fresh(), repo, limit, offset)
+        return list_sessions(self.fresh(), repo, limit, offset, self.prices())
 
     def session_count(self, repo: str | None = None) -> int:
         """How many sessions `sessions` lists in all."""
@@ -374,14 +376,14 @@ class Jacked:
         from jacked.query.history import turns_json
 
         catalog, sid = self.session(ref)
-        return turns_json(catalog, sid)
+        return turns_json(catalog, sid, self.prices())
 
     def session_view(self, ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """(session row, turns object) of one session: what `jacked show` prints."""
         from jacked.query.history import turns_json
 
         catalog, sid = self.session(ref)
-        return catalog.get_session_row(sid) or {}, turns_json(catalog, sid)
+        return catalog.get_session_row(sid) or {}, turns_json(catalog, sid, self.prices())
 
     def export(self, refs: list[str] | None = None) -> list[dict[str, Any]]:
         """One object per session (of `refs`, or all): the `sessions` fields plus its turns."""
@@ -392,8 +394,8 @@ class Jacked:
         from jacked.query.history import iter_export_rows
 
         if not refs:
-            return iter_export_rows(self.fresh(), None)
-        return iter_export_rows(*self.sessions_of(refs))
+            return iter_export_rows(self.fresh(), None, self.prices())
+        return iter_export_rows(*self.sessions_of(refs), self.prices())
 
     def timeline(self, query: Any, session: str | None = None) -> Iterator[dict[str, Any]]:
         """Events of a session or a repo (`query`: a `TimelineQuery`), read as they are consumed.
@@ -418,9 +420,27 @@ class Jacked:
         from jacked.query.stats import compute_stats
 
         if session is None:
-            return compute_stats(self.fresh(), query)
+            return compute_stats(self.fresh(), query, self.prices())
         catalog, sid = self.session(session)
-        return compute_stats(catalog, dataclasses.replace(query, session_id=sid))
+        return compute_stats(catalog, dataclasses.replace(query, session_id=sid), self.prices())
+
+    def usage(self, query: Any, session: str | None = None) -> dict[str, Any]:
+        """Tokens and cost by day, week, month, session, model, agent, role or repo (`query`: a
+        `UsageQuery`; `session`: an id, prefix or path to resolve into it)."""
+        from jacked.query.usage import usage_report
+
+        if session is None:
+            return usage_report(self.fresh(), query, self.prices())
+        catalog, sid = self.session(session)
+        return usage_report(catalog, dataclasses.replace(query, session_id=sid), self.prices())
+
+    def prices(self) -> Any:
+        """The price table: the shipped one with `prices` from jacked.json (a `PriceTable`)."""
+        if self._prices is None:
+            from jacked.query.prices import PriceTable
+
+            self._prices = PriceTable.with_overrides(self.settings.prices)
+        return self._prices
 
     def summaries(self, ref: str) -> tuple[str, dict[int, dict[str, Any]], dict[str, Any] | None]:
         """(session id, turn index → turn summary, session summary), brought up to date."""

@@ -321,6 +321,53 @@ def count_dir(claude_dir: Path | str) -> dict[str, Any]:
             "labels_cross_file": cross, "labels_dropped": dropped}
 
 
+def file_usage(path: Path) -> dict[str, dict[str, int]]:
+    """message.id -> the four token counts of that API response, from the last line of it that
+    carries `usage` (streamed lines repeat a response's usage, growing). Every assistant line
+    counts, sidechain ones included: they were billed too."""
+    last: dict[str, dict[str, Any]] = {}
+    for r in records(path):
+        if r.get("type") != "assistant":
+            continue
+        msg = message(r)
+        mid, usage = msg.get("id"), msg.get("usage")
+        if isinstance(mid, str) and isinstance(usage, dict):
+            last[mid] = usage
+    return {mid: {"input": int(u.get("input_tokens") or 0), "output": int(u.get("output_tokens") or 0),
+                  "cache_creation": int(u.get("cache_creation_input_tokens") or 0),
+                  "cache_read": int(u.get("cache_read_input_tokens") or 0)} for mid, u in last.items()}
+
+
+def count_billed(claude_dir: Path | str) -> dict[str, dict[str, int]]:
+    """session id -> the four token totals of every API response the session caused: its main
+    file (inline 1.0.x sidechains included), its flat `agent-*.jsonl` files (the `sessionId` they
+    name), everything under `<session>/subagents/` (nested subagents, workflow agents, teammates
+    and `agent-acompact-*` compactions). A response counts once, however many of its files
+    repeat it. The files are read straight, with no notion of turns."""
+    projects = Path(claude_dir) / "projects"
+    owner_files: list[tuple[str, Path]] = []
+    for p in projects.glob("*/*.jsonl"):
+        if p.name.startswith("agent-"):
+            parent = next((r.get("sessionId") for r in records(p) if isinstance(r.get("sessionId"), str)), None)
+            if parent:
+                owner_files.append((parent, p))
+        else:
+            owner_files.append((p.stem, p))
+    owner_files += [(p.relative_to(projects).parts[1], p) for p in projects.glob("*/*/subagents/**/agent-*.jsonl")]
+    seen: set[str] = set()
+    out: dict[str, dict[str, int]] = {}
+    for sid, path in sorted(owner_files, key=lambda x: str(x[1])):
+        for mid, counts in file_usage(path).items():
+            if mid in seen:
+                continue
+            seen.add(mid)
+            tot = out.setdefault(sid, {"api_calls": 0, "input": 0, "output": 0, "cache_creation": 0, "cache_read": 0})
+            tot["api_calls"] += 1
+            for k, v in counts.items():
+                tot[k] += v
+    return out
+
+
 def summary(data: dict[str, Any]) -> str:
     """One screen of totals over the directory."""
     ss = list(data["sessions"].values())

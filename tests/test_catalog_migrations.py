@@ -24,6 +24,14 @@ CREATE TABLE index_points (
     point_id TEXT PRIMARY KEY, session_id TEXT, content_type TEXT, content_hash TEXT, user_name TEXT
 )"""
 
+# `llm_calls` before version 13: no role, causing turn, recorded cost or one-hour cache writes.
+LLM_CALLS_V6 = """
+CREATE TABLE llm_calls (
+    session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, message_id TEXT, model TEXT, timestamp TEXT,
+    input_tokens INTEGER, output_tokens INTEGER, cache_read_tokens INTEGER, cache_creation_tokens INTEGER,
+    tool_calls INTEGER, repeated INTEGER
+)"""
+
 
 def _columns(path: Path, table: str) -> list[str]:
     db = sqlite3.connect(path)
@@ -41,6 +49,11 @@ def _v6_catalog(path: Path) -> None:
     db.execute("DROP TABLE index_points")
     db.execute(INDEX_POINTS_V6)
     db.execute("INSERT INTO index_points VALUES ('p1', 's1', 'user_prompt', 'h1', 'ada')")
+    db.execute("DROP TABLE llm_calls")
+    db.execute(LLM_CALLS_V6)
+    db.execute("INSERT INTO subagents (session_id, ord, agent_id, turn_index, role) VALUES ('s1', 0, 'a1', 1, 'teammate')")
+    db.executemany("INSERT INTO llm_calls VALUES ('s1', ?, ?, 0, ?, 'claude-sonnet-4-5', NULL, 10, 20, 30, 40, 0, 0)",
+                   [("", 1, "m1"), ("a1", 2, "m2"), ("gone", 1, "m3")])
     db.execute("INSERT INTO sessions (session_id, repo_name, turn_count, has_main, user_name) "
                "VALUES ('s1', 'jacked', 3, 1, 'ada')")
     db.execute("INSERT INTO turns (session_id, turn_index, prompt) VALUES ('s1', 1, 'fix the build')")
@@ -55,10 +68,15 @@ def test_an_old_catalog_is_migrated_in_place_to_the_layout_of_a_new_one(tmp_path
     Catalog(old).close()
     Catalog(new).close()
     assert _columns(old, "sessions") == _columns(new, "sessions")
+    assert _columns(old, "llm_calls") == _columns(new, "llm_calls")
     assert "agent" in _columns(old, "sessions") and "user_name" not in _columns(old, "sessions")
     cat = Catalog(old)
     try:
         assert cat.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        # each API response says whose it is and which main-chain turn caused it (a subagent: its call's)
+        assert [tuple(r) for r in cat.db.execute("SELECT message_id, role, parent_turn FROM llm_calls "
+                                                 "ORDER BY message_id")] == [
+            ("m1", "main", 1), ("m2", "teammate", 1), ("m3", "subagent", None)]
         # the rows stay: nothing to rescan, and every session before version 7 was Claude Code's
         row = cat.db.execute("SELECT session_id, turn_count, agent FROM sessions").fetchone()
         assert tuple(row) == ("s1", 3, "claude")

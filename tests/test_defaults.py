@@ -144,6 +144,7 @@ def test_a_file_written_by_jacked_config_set_matches_the_schema(tmp_path: Path) 
         "disabled_sources": "codex,gemini", "archive": "false", "hook_sync": "true",
         "anthropic_api_key": "sk-ant-api03-0123456789abcdef", "exclude": "~/work/client-*,secret-repo",
         "daemon_idle_minutes": "15",
+        "prices": '{"my-model": {"input": 2, "output": 8}}',
     }
     assert set(values) == set(FILE_KEYS)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKED_", "QDRANT_CLAUDE_"))}
@@ -157,6 +158,7 @@ def test_a_file_written_by_jacked_config_set_matches_the_schema(tmp_path: Path) 
     assert data["qdrant_url"] == "https://q.example:6333" and data["teammate_weight"] == 0.5
     assert data["disabled_sources"] == ["codex", "gemini"]
     assert data["exclude"] == ["~/work/client-*", "secret-repo"]  # kept as typed: ~ is expanded when matched
+    assert data["prices"] == {"my-model": {"input": 2, "output": 8}}
     assert errors(data) == []
 
 

@@ -210,7 +210,11 @@ def test_stats_is_compute_stats_plus_series(fx: dict[str, Any]) -> None:
     d = fx["client"].ok("/api/stats")
     want = compute_stats(fx["catalog"], StatsQuery())
     series = d.pop("over_time")
+    costs = d.pop("cost_over_time")
     assert d == json.loads(json.dumps(want))
+    # cost per day: `jacked usage --by day`, summing to the stats' total
+    assert sum(x["cost_usd"] for x in costs) == pytest.approx(want["tokens"]["cost_usd"], abs=1e-5)
+    assert [x["day"] for x in costs] == sorted(x["day"] for x in costs)
     assert sum(x["turns"] for x in series) == want["turns"] == 99
     assert sum(x["tool_calls"] for x in series) == want["tool_calls"]
     assert [x["day"] for x in series] == sorted(x["day"] for x in series)

@@ -21,7 +21,7 @@ import orjson
 from jacked.util.fs import make_private
 from jacked.util.lookup import Lookup
 
-from jacked.sources.model import Session, Turn
+from jacked.sources.model import LlmCall, Session, Turn
 
 from jacked.catalog.migrations import BASELINE_VERSION, MIGRATIONS, SCHEMA_VERSION
 
@@ -75,7 +75,11 @@ CREATE INDEX IF NOT EXISTS invocations_file ON invocations(file_path) WHERE file
 CREATE TABLE IF NOT EXISTS llm_calls (
     session_id TEXT, owner TEXT, turn_index INTEGER, ord INTEGER, message_id TEXT, model TEXT, timestamp TEXT,
     input_tokens INTEGER, output_tokens INTEGER, cache_read_tokens INTEGER, cache_creation_tokens INTEGER,
-    tool_calls INTEGER, repeated INTEGER
+    tool_calls INTEGER, repeated INTEGER,
+    role TEXT,  -- whose response it is: main | subagent | teammate | compaction
+    parent_turn INTEGER,  -- the main-chain turn that caused it (a subagent's: its Task call's turn)
+    agent_cost_usd REAL,  -- the cost the agent recorded itself (opencode), else NULL
+    cache_creation_1h_tokens INTEGER  -- of cache_creation_tokens, the one-hour writes (priced higher)
 );
 CREATE INDEX IF NOT EXISTS llm_calls_session ON llm_calls(session_id, owner, turn_index, ord);
 CREATE TABLE IF NOT EXISTS turn_events (
@@ -613,7 +617,10 @@ class _SessionRows:
                  a.prompt, a.summary_text, a.started_at, a.ended_at, a.tool_call_count, a.tool_error_count,
                  orjson.dumps(a.tool_usage).decode(), int(a.is_warmup), a.role, a.team_name, a.member_name,
                  a.workflow_run))
-            self._add_invocations(sid, a.agent_id or f"inline-{i}", a.turns)
+            self._add_invocations(sid, a.agent_id or f"inline-{i}", a.turns, a.role, a.turn_index)
+        for c in s.compactions:
+            self.llm_calls.extend(self._call_rows(sid, c.owner, c.turn_index or 0, c.llm_calls, "compaction",
+                                                  c.turn_index))
         self.texts.extend((sid, t.kind, i, t.text, t.timestamp, t.turn_index, t.leaf_uuid)
                           for i, t in enumerate(s.texts))
 
@@ -631,9 +638,12 @@ class _SessionRows:
                 self.events.append((sid, t.index, i, e.type, e.timestamp, orjson.dumps(e.data).decode()))
             for b in t.backups:
                 self.backups.append((sid, t.index, b.path, b.version, b.backup_file, b.backup_time))
-        self._add_invocations(sid, "", turns)
+        self._add_invocations(sid, "", turns, "main", None)
 
-    def _add_invocations(self, sid: str, owner: str, turns: list[Turn]) -> None:
+    def _add_invocations(self, sid: str, owner: str, turns: list[Turn], role: str,
+                         parent_turn: int | None) -> None:
+        """The calls and API responses of the main chain (`owner` "", `parent_turn` each turn's
+        own) or of one subagent (all caused by the turn of its Task call, `parent_turn`)."""
         for t in turns:
             for i, v in enumerate(t.invocations):
                 self.invocations.append(
@@ -641,9 +651,16 @@ class _SessionRows:
                      int(v.is_error), v.file_path, v.command, v.description, v.input_brief, v.result_brief,
                      v.timestamp, v.result_timestamp, v.lines_added, v.lines_removed, int(v.file_created),
                      v.agent_id, v.diff, v.before_hash, v.after_hash, 0))
-            self.llm_calls.extend(
-                (sid, owner, t.index, i, c.message_id, c.model, c.timestamp, c.input_tokens, c.output_tokens,
-                 c.cache_read_tokens, c.cache_creation_tokens, c.tool_calls, 0) for i, c in enumerate(t.llm_calls))
+            self.llm_calls.extend(self._call_rows(sid, owner, t.index, t.llm_calls, role,
+                                                  t.index if owner == "" else parent_turn))
+
+    @staticmethod
+    def _call_rows(sid: str, owner: str, turn_index: int, calls: list[LlmCall], role: str,
+                   parent_turn: int | None) -> Iterator[tuple[Any, ...]]:
+        return ((sid, owner, turn_index, i, c.message_id, c.model, c.timestamp, c.input_tokens, c.output_tokens,
+                 c.cache_read_tokens, c.cache_creation_tokens, c.tool_calls, 0, role, parent_turn, c.agent_cost_usd,
+                 c.cache_creation_1h_tokens)
+                for i, c in enumerate(calls))
 
     def write(self, db: sqlite3.Connection) -> None:
         for table, rows in (("sessions", self.sessions), ("turns", self.turns), ("invocations", self.invocations),

@@ -37,6 +37,19 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     # 12: `copies_of` (every search asks it) read from an index rather than the wide turn rows
     # (0.34 -> 0.15 ms for 30 sessions at 10,000 sessions).
     (12, ["CREATE INDEX IF NOT EXISTS turns_repeats ON turns(session_id, repeat_of)"]),
+    # 13: what each API response cost, whoever made it (issue 40): its `role` (main | subagent |
+    # teammate | compaction), the main-chain turn that caused it, the cost the agent recorded
+    # (opencode) and the one-hour cache writes (priced above five-minute ones). Compaction runs' responses and recorded costs arrive with the rescan that the
+    # parser versions of the same release bring.
+    (13, ["ALTER TABLE llm_calls ADD COLUMN role TEXT",
+          "ALTER TABLE llm_calls ADD COLUMN parent_turn INTEGER",
+          "ALTER TABLE llm_calls ADD COLUMN agent_cost_usd REAL",
+          "ALTER TABLE llm_calls ADD COLUMN cache_creation_1h_tokens INTEGER",
+          "UPDATE llm_calls SET role = 'main', parent_turn = turn_index WHERE owner = ''",
+          "UPDATE llm_calls SET (role, parent_turn) = (SELECT COALESCE(a.role, 'subagent'), a.turn_index "
+          "FROM subagents a WHERE a.session_id = llm_calls.session_id AND a.agent_id = llm_calls.owner) "
+          "WHERE owner != ''",
+          "UPDATE llm_calls SET role = 'subagent' WHERE role IS NULL"]),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

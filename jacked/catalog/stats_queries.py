@@ -1,4 +1,4 @@
-"""The catalog reads behind `jacked stats`: turn totals, tokens per model, and the invocations
+"""The catalog reads behind `jacked stats`: turn totals and the invocations
 that feed the single-pass aggregation (jacked.query.stats).
 
 Every read takes the same selection: a repo (name or cwd), one session, and a `since` time
@@ -64,23 +64,6 @@ def turn_durations(catalog: Catalog, repo: str | None, session_id: str | None, s
     """The durations (ms) of the selected turns that have one."""
     sql, args = _turn_selection(repo, session_id, since)
     return [r[0] for r in catalog.db.execute(f"SELECT t.duration_ms {sql} AND t.duration_ms IS NOT NULL", args)]
-
-
-def tokens_by_model(catalog: Catalog, repo: str | None, session_id: str | None, since: str | None,
-                    include_subagents: bool) -> dict[str, dict[str, int]]:
-    """model → API calls, input and output tokens of the selected responses, most input first."""
-    where, args = session_filter(repo, session_id, "l.")
-    sql = (f"SELECT COALESCE(l.model, '?'), COUNT(*), SUM(l.input_tokens + l.cache_read_tokens + "
-           f"l.cache_creation_tokens), SUM(l.output_tokens) FROM llm_calls l WHERE {where}")
-    if not include_subagents:
-        sql += " AND l.owner = ''"
-    if not session_id:
-        sql += " AND NOT l.repeated"
-    if since:
-        sql += " AND l.timestamp >= ?"
-        args.append(since)
-    sql += " GROUP BY 1 ORDER BY 3 DESC"
-    return {r[0]: {"calls": r[1], "input": r[2] or 0, "output": r[3] or 0} for r in catalog.db.execute(sql, args)}
 
 
 def invocation_rows(catalog: Catalog, repo: str | None, session_id: str | None, since: str | None,

@@ -14,7 +14,9 @@ import orjson
 from jacked.catalog import Catalog, timeline_queries
 from jacked.errors import JackedError
 from jacked.ingest.scan import Scanner, ScanReport
+from jacked.query.prices import PriceTable
 from jacked.query.timeline import TURN_EVENT_TYPES, turn_event_fields
+from jacked.query.usage import Tally, session_usage, turn_usage
 from jacked.sources.claude.discover import SessionFiles, SubagentFile, is_agent_file, is_compaction_file, session_dir_files
 from jacked.sources.reader import first_record
 
@@ -36,7 +38,6 @@ def session_summary(row: dict[str, Any]) -> dict[str, Any]:
         "first_prompt": _head(row.get("first_prompt"), FIRST_PROMPT_CHARS), "git_branch": row.get("git_branch"), "slug": row.get("slug"),
         "version": row.get("version_first"), "tool_call_count": row.get("tool_call_count"),
         "tool_error_count": row.get("tool_error_count"), "subagent_count": row.get("subagent_count"),
-        "input_tokens": row.get("input_tokens"), "output_tokens": row.get("output_tokens"),
         # what was decided (AskUserQuestion answers, plans approved or rejected, …) and what the user
         # said about the work (calls refused, interruptions, corrections): see `jacked timeline`
         "decision_count": row.get("decision_count") or 0, "feedback_count": row.get("feedback_count") or 0,
@@ -56,8 +57,27 @@ def _head(text: str | None, limit: int) -> str | None:
 
 
 def list_sessions(catalog: Catalog, repo: str | None = None, limit: int | None = None,
-                  offset: int = 0) -> list[dict[str, Any]]:
-    return [session_summary(r) for r in catalog.list_sessions(repo, limit, offset)]
+                  offset: int = 0, prices: PriceTable | None = None) -> list[dict[str, Any]]:
+    return with_usage(catalog, [session_summary(r) for r in catalog.list_sessions(repo, limit, offset)], prices)
+
+
+def with_usage(catalog: Catalog, sessions: list[dict[str, Any]],
+               prices: PriceTable | None = None) -> list[dict[str, Any]]:
+    """`sessions` (`session_summary` dicts) with what each cost, everything it caused included:
+    `tokens` {input, output, cache_creation, cache_read}, `cost_usd` (null when a model has no
+    price), `api_calls`, `usage_by_role` (main, subagent, teammate, compaction) and the `models`
+    that answered (a subagent's too)."""
+    tallies = session_usage(catalog, [s["session_id"] for s in sessions], prices or PriceTable())
+    for s in sessions:
+        t = tallies.get(s["session_id"]) or Tally()
+        u = t.to_json()
+        # a prompts-only session (its transcript deleted before jacked saw it): what it cost is not known
+        unknown = not u["api_calls"] and s.get("source") == "history"
+        s.update({"tokens": u["tokens"], "cost_usd": None if unknown else u["cost_usd"], "api_calls": u["api_calls"],
+                  "usage_by_role": u.get("by_role", {}), "models": u["models"]})
+        if u["unpriced_models"]:
+            s["unpriced_models"] = u["unpriced_models"]
+    return sessions
 
 
 def resolve_session(catalog: Catalog, ref: str, claude_dir: Path | None = None) -> str:
@@ -84,8 +104,10 @@ def resolve_session(catalog: Catalog, ref: str, claude_dir: Path | None = None) 
     raise SessionNotFound(f"no session '{ref}' in the catalog: run `jacked scan` first, or check `jacked sessions`")
 
 
-def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
-    """`turns SESSION --json`: every turn with its invocations and metrics."""
+def turns_json(catalog: Catalog, session_id: str, prices: PriceTable | None = None) -> dict[str, Any]:
+    """`turns SESSION --json`: every turn with its invocations and metrics, and what each turn
+    cost (`usage`: its own responses and those of the subagents and compactions it caused)."""
+    per_turn = turn_usage(catalog, session_id, prices or PriceTable())
     invs: dict[int, list[dict[str, Any]]] = {}
     for r in catalog.invocation_rows(session_id):
         invs.setdefault(r["turn_index"], []).append({
@@ -114,6 +136,7 @@ def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
             "interrupted": bool(t["interrupted"]), "models": orjson.loads(t["models"] or "[]"),
             "assistant_text": t["assistant_text"], "invocations": invs.get(t["turn_index"], []),
             "metrics": metrics,
+            "usage": _turn_usage_json(per_turn.pop(t["turn_index"], None)),
             **marks.get(t["turn_index"], {"decisions": [], "feedback": [], "snapshot": None}),
         })
         # the file or selection open in the IDE when the prompt was sent (the prompt is what was typed)
@@ -129,16 +152,31 @@ def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
     texts = [{"kind": x["kind"], "text": x["text"], "timestamp": x["timestamp"], "turn_index": x["turn_index"]}
              for x in catalog.text_rows(session_id)]
     row = catalog.get_session_row(session_id) or {}
-    return {"session_id": session_id, "turns": turns, "subagents": subagents, "texts": texts,
-            "plan": row.get("plan"), "plan_source": row.get("plan_source")}
+    session_total = session_usage(catalog, [session_id], prices or PriceTable()).get(session_id) or Tally()
+    out = {"session_id": session_id, "turns": turns, "subagents": subagents, "texts": texts,
+           "plan": row.get("plan"), "plan_source": row.get("plan_source"), "usage": session_total.to_json()}
+    if per_turn:  # responses of no turn (a subagent no call names): in the total, not in a turn
+        outside = Tally()
+        for t in per_turn.values():
+            outside.merge(t)
+        out["usage_outside_turns"] = _turn_usage_json(outside)
+    return out
 
 
-def export_rows(catalog: Catalog, session_ids: list[str] | None = None) -> list[dict[str, Any]]:
+def _turn_usage_json(t: Tally | None) -> dict[str, Any]:
+    u = (t or Tally()).to_json()
+    return {"api_calls": u["api_calls"], "tokens": u["tokens"], "cost_usd": u["cost_usd"],
+            "by_role": u.get("by_role", {})}
+
+
+def export_rows(catalog: Catalog, session_ids: list[str] | None = None,
+                prices: PriceTable | None = None) -> list[dict[str, Any]]:
     """`export`: one object per session, the `sessions` fields plus `turns`."""
-    return list(iter_export_rows(catalog, session_ids))
+    return list(iter_export_rows(catalog, session_ids, prices))
 
 
-def iter_export_rows(catalog: Catalog, session_ids: list[str] | None = None) -> Iterator[dict[str, Any]]:
+def iter_export_rows(catalog: Catalog, session_ids: list[str] | None = None,
+                     prices: PriceTable | None = None) -> Iterator[dict[str, Any]]:
     """`export_rows` one session at a time: `jacked export` of a 10,000-session history holds one
     session's turns in memory, not all of them."""
     ids = session_ids if session_ids else catalog.listed_session_ids()
@@ -146,8 +184,8 @@ def iter_export_rows(catalog: Catalog, session_ids: list[str] | None = None) -> 
         row = catalog.get_session_row(sid)
         if row is None:
             continue
-        obj = session_summary(row)
-        obj.update(turns_json(catalog, sid))
+        obj = with_usage(catalog, [session_summary(row)], prices)[0]
+        obj.update(turns_json(catalog, sid, prices))
         yield obj
 
 

@@ -41,7 +41,9 @@ from jacked.index.extract import MIN_SUBAGENT_SUMMARY
 from jacked.sources.registry import label_of
 from jacked.query.budget import Fitted, fit, settle
 from jacked.query.budget import capacity as capacity_for  # `capacity` is a local name below
+from jacked.query.prices import PriceTable
 from jacked.query.staleness import Staleness, assess, touched_files
+from jacked.query.usage import session_usage
 from jacked.util.time import now_utc, relative_age
 from jacked.util.tokens import count_tokens
 
@@ -97,6 +99,7 @@ class SessionCtx:
     items: list[Item]
     position: int
     resume_hint: str | None = None
+    cost: dict[str, Any] | None = None  # what the session cost (`Tally.to_json`), everything it caused
 
 
 @dataclass
@@ -290,6 +293,11 @@ def _session_header(s: SessionCtx, n_sessions: int, tokens: int, now: datetime) 
              f"Repo: {row.get('repo_name') or '-'} ({row.get('cwd') or '?'}) · branch {row.get('git_branch') or '-'}"
              f" · {row.get('turn_count') or 0} turns · ended {relative_age(ended, now)}"
              f" ({(ended or '?')[:16].replace('T', ' ')})"]
+    if s.cost and s.cost["api_calls"]:
+        usd = s.cost["cost_usd"]
+        others = [f"{role}s" for role in s.cost.get("by_role", {}) if role != "main"]
+        lines.append(f"Cost: {'unknown' if usd is None else f'${usd:,.2f}'} · {s.cost['api_calls']} API calls"
+                     + (f" ({', '.join(others)} included)" if others else ""))
     if row.get("source") == "history":
         lines.append("Prompt-only: Claude Code deleted the transcript before jacked saw it; only the user's "
                      "prompts (from history.jsonl) are known, not what was done.")
@@ -377,7 +385,7 @@ def _fit(sessions: list[SessionCtx], capacity: int, reserve: int,
 
 def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budget: int = 8000,
              margin: float = 0.1, now: datetime | None = None, check_git: bool = True,
-             warn: Callable[[str], None] | None = None) -> RetrieveResult:
+             warn: Callable[[str], None] | None = None, prices: PriceTable | None = None) -> RetrieveResult:
     """Fit the chosen sessions (ids already resolved, in the user's order) into `budget` tokens."""
     if mode not in MODES:
         raise RetrieveError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
@@ -385,6 +393,7 @@ def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budg
         raise RetrieveError(f"--max-tokens {budget} is too small: give at least {MIN_BUDGET}")
     now = now or now_utc()
     ids = list(dict.fromkeys(session_ids))
+    costs = session_usage(catalog, ids, prices or PriceTable())
     sessions: list[SessionCtx] = []
     for i, sid in enumerate(ids, 1):
         row = catalog.get_session_row(sid) or {"session_id": sid}
@@ -395,7 +404,8 @@ def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budg
         # under another name, whose stem jacked used as its id)
         if f and Path(f).stem == sid and _SESSION_ID.fullmatch(sid) and Path(f).is_file():
             hint = (f"cd {shlex.quote(row['cwd'])} && " if row.get("cwd") else "") + f"claude --resume {sid}"
-        sessions.append(SessionCtx(sid, row, st, build_items(catalog, sid, mode), i, hint))
+        cost = costs[sid].to_json() if sid in costs else None
+        sessions.append(SessionCtx(sid, row, st, build_items(catalog, sid, mode), i, hint, cost))
     capacity = capacity_for(budget, margin)
 
     # Reserve the block header and footer at their largest: every item omitted, every session dropped,
@@ -450,6 +460,8 @@ def retrieve(catalog: Catalog, session_ids: list[str], mode: str = "smart", budg
             "started_at": s.row.get("started_at"), "ended_at": s.row.get("ended_at"),
             "age": s.staleness.age, "staleness": s.staleness.to_json(), "resume": s.resume_hint,
             "transcript_on_disk": s.resume_hint is not None,
+            "cost_usd": s.cost["cost_usd"] if s.cost else None,
+            "api_tokens": s.cost["tokens"] if s.cost else None,  # what the session used, not this block
             "sections": [{"content_type": it.content_type, "tokens": it.tokens, "text": it.text,
                           "turn_index": it.turn_index} for it in items],
         })

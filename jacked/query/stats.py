@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from statistics import median
 from typing import Any
 
 from jacked.catalog import Catalog, stats_queries
-from jacked.util.time import parse_since
+from jacked.catalog.usage_queries import UsageFilter, usage_sums
+from jacked.query.prices import PriceTable
+from jacked.query.usage import Tally, tally_by
+from jacked.util.time import iso_utc
 from jacked.sources.model import EDIT_TOOLS, READ_TOOLS, SHELL_TOOLS, WRITE_TOOLS
 
 NGRAM_SIZES = (2, 3, 4)
@@ -42,10 +45,7 @@ class StatsQuery:
 
 def iso_since(since: str | None, now: datetime | None = None) -> str | None:
     """`--since` as an ISO string comparable with the catalog's UTC `...Z` timestamps."""
-    if not since:
-        return None
-    dt = parse_since(since, now).astimezone(timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    return iso_utc(since, now)
 
 
 def _top(counter: Counter[Any], n: int) -> list[tuple[Any, int]]:
@@ -53,7 +53,7 @@ def _top(counter: Counter[Any], n: int) -> list[tuple[Any, int]]:
     return sorted(counter.items(), key=lambda kv: (-kv[1], str(kv[0])))[:n]
 
 
-def compute_stats(catalog: Catalog, q: StatsQuery) -> dict[str, Any]:
+def compute_stats(catalog: Catalog, q: StatsQuery, prices: PriceTable | None = None) -> dict[str, Any]:
     """The `stats --json` object."""
     since = iso_since(q.since, q.now)
     totals = stats_queries.turn_totals(catalog, q.repo, q.session_id, since)
@@ -63,9 +63,7 @@ def compute_stats(catalog: Catalog, q: StatsQuery) -> dict[str, Any]:
                     "tool": q.tool, "include_subagents": q.include_subagents},
         "sessions": totals["sessions"], "turns": totals["turns"],
         "by_agent": stats_queries.totals_by_agent(catalog, q.repo, q.session_id, since),
-        "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"],
-                   "by_model": stats_queries.tokens_by_model(catalog, q.repo, q.session_id, since,
-                                                             q.include_subagents)},
+        "tokens": _tokens(catalog, q, since, prices),
         "time": {"first": totals["first"], "last": totals["last"], "turn_ms_total": totals["turn_ms_total"],
                  "turns_timed": totals["turns_timed"],
                  "turn_ms_median": int(median(durations)) if durations else None},
@@ -73,6 +71,27 @@ def compute_stats(catalog: Catalog, q: StatsQuery) -> dict[str, Any]:
     out.update(_invocation_stats(catalog, q, since))
     out["feedback"] = _feedback_stats(catalog, q, since)
     return out
+
+
+def _tokens(catalog: Catalog, q: StatsQuery, since: str | None, prices: PriceTable | None) -> dict[str, Any]:
+    """Tokens and cost of the selected sessions' API responses since `since` (their own times):
+    everything the sessions caused, subagents and compactions included whatever
+    `include_subagents` says (that is about tool calls; the bill has them all), as `jacked usage`
+    counts them, with the split by role and by model."""
+    table = prices or PriceTable()
+    sums = usage_sums(catalog, "model", UsageFilter(repo=q.repo, session_ids=[q.session_id] if q.session_id else None,
+                                                    since=since))
+    total = Tally()
+    for s in sums:
+        total.add(s, table)
+    u = total.to_json()
+    by_model = {}
+    for model, t in sorted(tally_by(sums, table).items(), key=lambda kv: (-kv[1].priced_usd, kv[0])):
+        m = t.to_json()
+        by_model[model or "?"] = {"calls": m["api_calls"], **m["tokens"], "cost_usd": m["cost_usd"]}
+    return {**u["tokens"], "api_calls": u["api_calls"], "cost_usd": u["cost_usd"],
+            "cost_usd_known": u["cost_usd_known"], "unpriced_models": u["unpriced_models"],
+            "by_role": u.get("by_role", {}), "by_model": by_model}
 
 
 NO_TOOL = "(no tool running)"  # an interruption while the agent was writing, not running a tool

@@ -108,6 +108,8 @@ class LlmCall:
     cache_creation_tokens: int = 0
     tool_calls: int = 0
     has_usage: bool = False  # a response without `usage` is not counted as an API call
+    agent_cost_usd: float | None = None  # what the agent itself recorded it cost (opencode does)
+    cache_creation_1h_tokens: int = 0  # of the cache writes, those kept for an hour (a higher rate)
 
 
 @dataclass(slots=True)
@@ -203,6 +205,15 @@ class Subagent:
 
 
 @dataclass(slots=True)
+class Compaction:
+    """A compaction run (its own file): its API responses, and the main-chain turn it happened in."""
+
+    owner: str  # the file's agent id, e.g. "acompact-1a2b3c"
+    turn_index: int | None
+    llm_calls: list[LlmCall] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class Session:
     """One session of a coding agent (`agent`: "claude", "codex", ...), reconstructed from its
     files: for Claude Code its main file, subagents and plan."""
@@ -235,6 +246,8 @@ class Session:
     leaf_uuids: list[str] = field(default_factory=list)
     # `<persisted-output>` results (2.1.x tool-results/) whose file was not found
     tool_results_missing: int = 0
+    # Claude Code compacting the conversation (`agent-acompact-*`): not a subagent, but billed
+    compactions: list[Compaction] = field(default_factory=list)
 
     @property
     def title(self) -> str | None:

@@ -404,7 +404,8 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
                    "interruptions, corrections; snapshot: the state a turn started from. Paged (across "
                    "sessions, total is null: follow next_offset).")
     tool(file_history, "Every recorded change to a file across sessions, oldest first, with diffs. Paged.")
-    tool(stats, "Tool usage and error rates, files most read/edited, bash commands, tokens, tool sequences, "
+    tool(stats, "Tool usage and error rates, files most read/edited, bash commands, tokens and cost in USD "
+                "(subagents and compactions included; by role and model), tool sequences, "
                 "parallel batches, how often the user refused or interrupted each tool and in each repo "
                 "(feedback); give tool for its position and neighbours.")
     tool(restore, "A brief for continuing an interrupted session: goal, state after each turn, where it stopped.")

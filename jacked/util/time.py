@@ -80,6 +80,14 @@ def parse_since(value: str, now: datetime | None = None, option: str = "--since"
                              "use a shorter duration or a date like 2026-01-31") from None
 
 
+def iso_utc(value: str | None, now: datetime | None = None, option: str = "--since") -> str | None:
+    """A `parse_since` value as an ISO string comparable with the catalog's UTC `...Z` timestamps."""
+    if not value:
+        return None
+    dt = parse_since(value, now, option).astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
 def epoch(ts: str | None) -> float | None:
     """Epoch seconds of an ISO timestamp (None when it does not parse)."""
     dt = parse_ts(ts)

@@ -30,7 +30,7 @@ import orjson
 from jacked.sources.redact import redact, redact_obj
 from jacked.util.time import parse_ts
 from jacked.sources.claude.discover import SubagentFile, repo_name_of
-from jacked.sources.model import AGENT_TOOLS, Session, Subagent, TextUnit, Turn
+from jacked.sources.model import AGENT_TOOLS, Compaction, Session, Subagent, TextUnit, Turn
 from jacked.sources.reader import ReadResult, iter_records
 from jacked.sources.claude.tool_results import resolve_session
 from jacked.sources.claude.turns import MAX_TEXT_CHARS, FileBuilder, prompt_hash
@@ -373,6 +373,12 @@ def _add_compactions(s: Session, compactions: list[FileBuilder]) -> None:
     existing = [t for t in s.texts if t.kind == "compact_summary"]
     taken: set[int] = set()
     pending: list[tuple[int, FileBuilder, str]] = []
+    for start, b in runs:
+        when = parse_ts(b.ended_at) or start
+        turn = _turn_at(s.turns, when)
+        s.compactions.append(Compaction(agent_id_from_path(b.rel_path) or b.rel_path,
+                                        turn.index if turn is not None else None,
+                                        [c for t in b.turns for c in t.llm_calls]))
     for i, (_, b) in enumerate(runs):
         summary = compaction_summary(b.last_assistant_text)
         if not summary:

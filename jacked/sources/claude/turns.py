@@ -43,7 +43,7 @@ from jacked.sources.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 12
+PARSER_VERSION = 13  # 12: compaction runs keep their API responses (billed tokens); 13: queued messages handed over mid-turn
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 MAX_CONTEXT_CHARS = 2_000  # an IDE selection kept as a turn's context
@@ -112,6 +112,14 @@ def _usage_counts(usage: dict[str, Any]) -> tuple[int, int, int, int]:
     if a.__class__ is int and b.__class__ is int and c.__class__ is int and d.__class__ is int:
         return a, b, c, d
     return tuple(x if isinstance(x, int) else 0 for x in (a, b, c, d))  # type: ignore[return-value]
+
+
+def _one_hour_writes(usage: dict[str, Any], cache_creation: int) -> int:
+    """Of a response's cache writes, those kept for an hour (`cache_creation.ephemeral_1h_input_tokens`):
+    billed at twice the input rate, where five-minute writes cost 1.25 times it."""
+    split = usage.get("cache_creation")
+    n = split.get("ephemeral_1h_input_tokens") if split.__class__ is dict else None
+    return min(n, cache_creation) if n.__class__ is int and n > 0 else 0
 
 
 def _patch_counts(patch: Any) -> tuple[int, int]:
@@ -827,6 +835,7 @@ class FileBuilder:
             if usage.__class__ is dict:  # the last line of a response carries the final usage
                 (call.input_tokens, call.output_tokens, call.cache_read_tokens,
                  call.cache_creation_tokens) = _usage_counts(usage)
+                call.cache_creation_1h_tokens = _one_hour_writes(usage, call.cache_creation_tokens)
                 call.has_usage = True
         content = msg.get("content")
         for b in (content if content.__class__ is list else _blocks(content)):

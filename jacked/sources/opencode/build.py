@@ -64,7 +64,7 @@ from jacked.sources.paths import repo_name_of
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever what `build_session` returns changes: every opencode session is read again.
-PARSER_VERSION = 2
+PARSER_VERSION = 3  # 3: the cost opencode recorded per response is kept
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish", "patch", "snapshot", "file",
@@ -267,7 +267,7 @@ class SessionBuilder:
             if kind == "step-start":
                 step += 1
             elif kind == "step-finish":
-                _usage(llm(step), p.get("tokens"))
+                _usage(llm(step), p.get("tokens"), cost=p.get("cost"))
                 finished = True
             elif kind == "tool":
                 self._tool(turn, p, llm(step), ts)
@@ -281,7 +281,7 @@ class SessionBuilder:
                 else:
                     turn.assistant_text = self.last_assistant_text = text[:MAX_TEXT_CHARS]
         if not finished and isinstance(message.get("tokens"), dict):
-            _usage(llm(1 if step else 0), message["tokens"], only_if_any=True)
+            _usage(llm(1 if step else 0), message["tokens"], only_if_any=True, cost=message.get("cost"))
         if is_summary and summary:
             turn.compacted = True
             self.texts.append(TextUnit("compact_summary", "\n".join(summary)[:MAX_TEXT_CHARS], ts, turn.index))
@@ -408,7 +408,7 @@ class SessionBuilder:
             elif kind.__class__ is not str or kind not in CONTENT_TYPES:
                 self.unknown += 1
         if isinstance(entry.get("tokens"), dict):
-            _usage(llm(), entry["tokens"], only_if_any=True)
+            _usage(llm(), entry["tokens"], only_if_any=True, cost=entry.get("cost"))
         error = entry.get("error")
         message = _str(error) or _str(_dict(error).get("message")) or _str(_dict(error).get("type"))
         if message:
@@ -458,7 +458,7 @@ class SessionBuilder:
             call = LlmCall(message_id=str(entry.get("id") or ""), model=_str(_dict(entry.get("model")).get("id")),
                            timestamp=ts)
             turn.llm_calls.append(call)
-            _usage(call, entry["tokens"], only_if_any=True)
+            _usage(call, entry["tokens"], only_if_any=True, cost=entry.get("cost"))
 
     # ------------------------------------------------------------------ results
     def finalize(self) -> list[Turn]:
@@ -469,8 +469,8 @@ class SessionBuilder:
         return self.turns
 
 
-def _usage(call: LlmCall, tokens: Any, only_if_any: bool = False) -> None:
-    """A step's (or message's) token counts into its API call."""
+def _usage(call: LlmCall, tokens: Any, only_if_any: bool = False, cost: Any = None) -> None:
+    """A step's (or message's) token counts, and the cost opencode recorded for it, into its API call."""
     t = _dict(tokens)
     cache = _dict(t.get("cache"))
     counts = (_int(t.get("input")), _int(t.get("output")) + _int(t.get("reasoning")),
@@ -479,6 +479,8 @@ def _usage(call: LlmCall, tokens: Any, only_if_any: bool = False) -> None:
         return  # a message still streaming (or aborted before any usage): no response to count
     call.input_tokens, call.output_tokens, call.cache_read_tokens, call.cache_creation_tokens = counts
     call.has_usage = True
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        call.agent_cost_usd = float(cost)
 
 
 def _tool_part(p: dict[str, Any]) -> dict[str, Any]:

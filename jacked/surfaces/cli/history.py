@@ -51,9 +51,11 @@ def sessions_cmd(
     for r in rows:
         label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
+        cost = r.get("cost_usd")
+        usd = ("?" if r.get("api_calls") else "-") if cost is None else f"${cost:,.2f}"
         typer.echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {r.get('agent') or 'claude':8} "
-                   f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} turns  {mark + ' ' if mark else ''}"
-                   f"{label[:70]}")
+                   f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} turns {usd:>8}  "
+                   f"{mark + ' ' if mark else ''}{label[:70]}")
 
 
 # How a session whose transcript is gone is marked in text output (`sessions`, `search`).
@@ -126,6 +128,9 @@ def _metrics_line(t: dict[str, Any]) -> str:
     tokens = (m.get("input_tokens", 0) + m.get("cache_read_tokens", 0) + m.get("cache_creation_tokens", 0))
     if tokens or m.get("output_tokens"):
         parts.append(f"{tokens} in / {m.get('output_tokens', 0)} out tokens")
+    cost = (t.get("usage") or {}).get("cost_usd")
+    if cost is not None and (t.get("usage") or {}).get("api_calls"):
+        parts.append(f"${cost:,.2f} with its subagents" if len((t["usage"].get("by_role") or {})) > 1 else f"${cost:,.2f}")
     if t.get("duration_ms") is not None:
         approx = "~" if t.get("duration_source") == "timestamps" else ""
         parts.append(f"{approx}{t['duration_ms'] / 1000:.1f}s")

@@ -33,6 +33,7 @@ from jacked.surfaces.cli import summarize as summarize_cli
 from jacked.surfaces.cli import timeline as timeline_cli
 from jacked.surfaces.cli import ui as ui_cli
 from jacked.surfaces.cli import daemon_cmd as daemon_cli
+from jacked.surfaces.cli import usage as usage_cli
 from jacked.errors import JackedError
 from jacked.surfaces.cli.common import STATE, CliError
 
@@ -68,6 +69,7 @@ history_cli.register(app)
 index_cli.register(app)
 search_cli.register(app)
 stats_cli.register(app)
+usage_cli.register(app)
 timeline_cli.register(app)
 summarize_cli.register(app)
 restore_cli.register(app)

@@ -33,7 +33,10 @@ def stats_cmd(
 def render(d: dict[str, Any]) -> str:
     """The stats as a few readable blocks."""
     out = [f"{d['sessions']} sessions, {d['turns']} turns, {d['tool_calls']} tool calls "
-           f"({d['tool_error_count']} failed); tokens {d['tokens']['input']:,} in / {d['tokens']['output']:,} out"]
+           f"({d['tool_error_count']} failed)",
+           f"tokens {d['tokens']['input']:,} in, {d['tokens']['cache_creation']:,} cache writes, "
+           f"{d['tokens']['cache_read']:,} cache reads, {d['tokens']['output']:,} out; cost "
+           + ("unknown" if d['tokens']['cost_usd'] is None else f"${d['tokens']['cost_usd']:,.2f}")]
     if d["time"]["turn_ms_total"]:
         med = d["time"]["turn_ms_median"]
         out.append(f"time in turns {d['time']['turn_ms_total'] / 3.6e6:.1f} h"

@@ -29,7 +29,8 @@ from jacked import __version__ as JACKED_VERSION
 from jacked.catalog import Catalog, ui_queries
 from jacked.config import Settings
 from jacked.errors import JackedError
-from jacked.query.history import SessionNotFound, resolve_session, session_summary, turns_json
+from jacked.query.history import SessionNotFound, resolve_session, session_summary, turns_json, with_usage
+from jacked.query.prices import PriceTable
 from jacked.service import Jacked
 from jacked.util.time import TimeParseError, now_utc, parse_since, parse_ts, relative_age
 
@@ -223,6 +224,7 @@ class UiApi:
             return self._text_search(q, types, repo, since, until, limit, offset, agent)
         with self.catalog() as cat:
             total, rows = list_sessions_page(cat, repo, since, until, limit, offset, agent=agent)
+            with_usage(cat, rows, PriceTable.with_overrides(self.settings.prices))
         return {"total": total, "offset": offset, "limit": limit, "sessions": rows,
                 "search": None}
 
@@ -301,6 +303,7 @@ class UiApi:
     def stats(self, params: dict[str, str]) -> dict[str, Any]:
         """`GET /api/stats`: `jacked stats --json`, plus per-day series for the time charts."""
         from jacked.query.stats import StatsQuery
+        from jacked.query.usage import UsageQuery
 
         _date_bound(params.get("since"), "since")  # checked here: a bad value is a 400, never a 500
         q = StatsQuery(repo=(params.get("repo") or None), since=(params.get("since") or None),
@@ -314,6 +317,8 @@ class UiApi:
             except TimeParseError as e:
                 raise ApiError(400, str(e)) from None
             data["over_time"] = over_time(jk.catalog, q)
+            data["cost_over_time"] = jk.usage(UsageQuery(by="day", since=q.since, repo=q.repo,
+                                                         session_id=q.session_id))["rows"]
         return data
 
     def retrieve(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -410,12 +415,12 @@ def session_detail(cat: Catalog, sid: str, settings: Settings) -> dict[str, Any]
     """
     from jacked.query.timeline import session_events
 
-    data = turns_json(cat, sid)
+    prices = PriceTable.with_overrides(settings.prices)
+    data = turns_json(cat, sid, prices)
     row = cat.get_session_row(sid) or {"session_id": sid}
-    session = session_summary(row)
+    session = with_usage(cat, [session_summary(row)], prices)[0]
     session["age"] = relative_age(row.get("ended_at") or row.get("started_at"))
     session["version_last"] = row.get("version_last")
-    session["models"] = row.get("models")
     data["session"] = session
 
     timing = {use_id: _ms_between(at, result_at) for use_id, at, result_at in ui_queries.call_times(cat, sid)}

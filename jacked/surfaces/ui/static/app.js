@@ -249,7 +249,8 @@ async function viewSession(id) {
       h("span", { text: `${d.turns.length} turns` }), h("span", { text: `${fmt(ss.tool_call_count)} tool calls` }),
       h("span", { class: ss.tool_error_count ? "errcount" : "", text: `${fmt(ss.tool_error_count)} errors` }),
       h("span", { text: `${batches} parallel batches` }), h("span", { text: `${fmt(ss.subagent_count)} subagents` }),
-      h("span", { text: `tokens ${fmt(ss.input_tokens)} in / ${fmt(ss.output_tokens)} out` })),
+      h("span", { title: "everything the session caused: subagents and compactions included",
+        text: `tokens ${fmt(ss.tokens.input + ss.tokens.cache_creation + ss.tokens.cache_read)} in (${fmt(ss.tokens.cache_read)} cache reads) / ${fmt(ss.tokens.output)} out · ${usd(ss.cost_usd)}` })),
     h("div", { class: "row" }, addBtn, h("a", { href: `#/stats?session=${ss.session_id}` }, "stats of this session")));
   const parts = [head];
   if (headTexts.length) parts.push(h("div", { class: "panel texts" }, headTexts.map(placedText)));
@@ -439,20 +440,29 @@ function renderStats(out, d) {
   const card = (v, k) => h("div", { class: "card" }, h("div", { class: "v", text: v }), h("div", { class: "k", text: k }));
   const errRate = d.tool_calls ? ((100 * d.tool_error_count) / d.tool_calls).toFixed(1) + "%" : "–";
   const cards = h("div", { class: "cards" }, card(fmt(d.sessions), "sessions"), card(fmt(d.turns), "turns"),
-    card(fmt(d.tool_calls), "tool calls"), card(errRate, "tool error rate"), card(fmt(d.tokens.input), "tokens in"),
+    card(fmt(d.tool_calls), "tool calls"), card(errRate, "tool error rate"), card(usd(d.tokens.cost_usd), "cost"),
+    card(fmt(d.tokens.input + d.tokens.cache_creation + d.tokens.cache_read), "tokens in (with cache)"),
     card(fmt(d.tokens.output), "tokens out"), card(fmt(d.parallel.batches), "parallel batches"),
     card(d.time.turn_ms_median !== null ? dur(d.time.turn_ms_median) : "–", "median turn"));
   const tools = Object.entries(d.tool_usage).slice(0, 15);
   const series = buckets(d.over_time);
+  // tokens and cost per response day, everything the sessions caused (subagents, compactions) as in the cards
+  const costs = buckets((d.cost_over_time || []).map((x) => ({ day: x.day, cost: x.cost_usd_known,
+    tin: x.tokens.input + x.tokens.cache_creation + x.tokens.cache_read, tout: x.tokens.output })), ["cost", "tin", "tout"]);
+  const models = Object.entries(d.tokens.by_model || {});
   const charts = h("div", { class: "charts" },
     chartPanel("Tool usage", h("span", { class: "legend" }, h("i", { class: "c-in" }), "calls", h("i", { class: "c-err" }), "failed"),
       hbars(tools.map(([k, v]) => ({ label: k, value: v, part: d.tool_errors[k] || 0 })), (r) => `${fmt(r.value)} (${fmt(r.part)} failed)`)),
     chartPanel("Error rate by tool", null,
       hbars(tools.filter(([k]) => d.error_rates[k] > 0).map(([k]) => ({ label: k, value: d.error_rates[k], cls: "err" })),
         (r) => `${(r.value * 100).toFixed(1)}%`, 1)),
+    chartPanel(`Cost per ${costs.unit} (USD)`, h("span", { class: "legend" }, d.tokens.unpriced_models.length ? `no price for ${d.tokens.unpriced_models.join(", ")}` : "subagents and compactions included"),
+      vbars(costs.rows.map((x) => ({ label: x.label, value: Math.round(x.cost * 100) / 100 })))),
+    chartPanel("Cost by model", null,
+      hbars(models.map(([k, v]) => ({ label: k, value: v.cost_usd || 0, extra: v.cost_usd === null ? "unknown" : usd(v.cost_usd) })), (r) => r.extra)),
     chartPanel(`Turns per ${series.unit}`, null, vbars(series.rows.map((x) => ({ label: x.label, value: x.turns })))),
-    chartPanel(`Tokens per ${series.unit}`, h("span", { class: "legend" }, h("i", { class: "c-in" }), "in (with cache, left axis)", h("i", { class: "c-out" }), "out (right axis)"),
-      lines(series.rows.map((x) => x.label), [series.rows.map((x) => x.input_tokens), series.rows.map((x) => x.output_tokens)])),
+    chartPanel(`Tokens per ${costs.unit}`, h("span", { class: "legend" }, h("i", { class: "c-in" }), "in (with cache, left axis)", h("i", { class: "c-out" }), "out (right axis)"),
+      lines(costs.rows.map((x) => x.label), [costs.rows.map((x) => x.tin), costs.rows.map((x) => x.tout)])),
     chartPanel(`Tool calls and errors per ${series.unit}`, h("span", { class: "legend" }, h("i", { class: "c-in" }), "calls", h("i", { class: "c-err" }), "failed"),
       vbars(series.rows.map((x) => ({ label: x.label, value: x.tool_calls, part: x.tool_errors })))),
     chartPanel("Common tool sequences within a turn", null,
@@ -475,7 +485,9 @@ function compact(n) {
 
 /* Per-day rows (only days with turns) → a continuous series: by day over up to 90 days, else by
  * week (Monday), so quiet days show as gaps instead of vanishing and a year stays readable. */
-function buckets(days) {
+function usd(v) { return v === null || v === undefined ? "unknown" : "$" + v.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }); }
+
+function buckets(days, keys = ["turns", "input_tokens", "output_tokens", "tool_calls", "tool_errors"]) {
   if (!days.length) return { unit: "day", rows: [] };
   const DAY = 86400000;
   const t0 = Date.parse(days[0].day + "T00:00:00Z"), t1 = Date.parse(days[days.length - 1].day + "T00:00:00Z");
@@ -487,11 +499,11 @@ function buckets(days) {
   };
   const rows = new Map();
   for (let t = Date.parse(keyOf(t0) + "T00:00:00Z"); t <= t1; t += weekly ? 7 * DAY : DAY)
-    rows.set(keyOf(t), { label: keyOf(t), turns: 0, input_tokens: 0, output_tokens: 0, tool_calls: 0, tool_errors: 0 });
+    rows.set(keyOf(t), Object.fromEntries([["label", keyOf(t)], ...keys.map((k) => [k, 0])]));
   for (const x of days) {
     const r = rows.get(keyOf(Date.parse(x.day + "T00:00:00Z")));
     if (!r) continue;
-    for (const k of ["turns", "input_tokens", "output_tokens", "tool_calls", "tool_errors"]) r[k] += x[k];
+    for (const k of keys) r[k] += x[k];
   }
   return { unit: weekly ? "week" : "day", rows: [...rows.values()] };
 }
