@@ -16,6 +16,8 @@ from jacked.errors import JackedError
 from jacked.config import Settings, load_settings
 
 if TYPE_CHECKING:  # the service is imported by the commands that run, not at start-up
+    from rich.console import Console
+
     from jacked.service import Jacked
 
 
@@ -54,6 +56,25 @@ def print_json_list(items: Iterable[Any]) -> None:
 
 def print_jsonl(obj: Any) -> None:
     sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+
+
+def stdout_console() -> Console:
+    """A rich console on stdout. On a terminal it wraps to the terminal's width; piped to a file or
+    `less` it leaves lines whole (rich would hard-wrap them at 80 columns, splitting paths). A reader
+    that leaves early (`| head`) ends the command quietly with 0: rich's own handler exits 1."""
+    import os
+
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit has somewhere to go
+            raise BrokenPipeError
+
+    terminal = sys.stdout.isatty()
+    return _Console(highlight=False, soft_wrap=not terminal)
 
 
 def warn(message: str) -> None:

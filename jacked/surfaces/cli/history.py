@@ -5,7 +5,8 @@ from typing import Any, Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, progress_bar, require_projects, service, warn
+from jacked.surfaces.cli.common import (CliError, print_json, print_jsonl, progress_bar, require_projects, service,
+                                       stdout_console, warn)
 
 
 def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan report as JSON.")) -> None:
@@ -91,13 +92,11 @@ def show_cmd(
     turn: Optional[int] = typer.Option(None, "--turn", help="Only this turn."),
 ) -> None:
     """A readable view of a session: prompts, tool calls by sequence, parallel batches, errors."""
-    from rich.console import Console
-
     row, data = service().session_view(session)
     turns = [t for t in data["turns"] if turn is None or t["index"] == turn]
     if turn is not None and not turns:
         raise CliError(f"session {data['session_id'][:8]} has no turn {turn} (it has {len(data['turns'])} turns)")
-    console = Console(highlight=False, soft_wrap=False)
+    console = stdout_console()
     console.print(render_header(row, data))
     subs = {a["tool_use_id"]: a for a in data["subagents"] if a["tool_use_id"]}
     before: dict[str, Any] | None = None

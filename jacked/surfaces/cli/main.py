@@ -15,8 +15,10 @@ import typer
 
 try:  # typer >= 0.25 vendors its own click
     from typer._click import exceptions as click_exc
+    from typer._click.utils import PacifyFlushWrapper
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exc  # type: ignore[no-redef]
+    from click.utils import PacifyFlushWrapper  # type: ignore[no-redef]
 
 from jacked.surfaces.cli import history as history_cli
 from jacked.surfaces.cli import index as index_cli
@@ -95,6 +97,12 @@ def run() -> None:
         code = rv if isinstance(rv, int) else 0
     except typer.Exit as e:
         code = e.exit_code
+    except SystemExit as e:
+        # typer turns a closed stdout (`jacked export | head -1`) into exit 1 after wrapping the
+        # streams; like other Unix tools, a reader that left early is not a failure
+        if not isinstance(sys.stdout, PacifyFlushWrapper):
+            raise
+        code = 0
     except typer.Abort:
         typer.echo("jacked: aborted", err=True)
         code = 1

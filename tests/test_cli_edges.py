@@ -1,0 +1,58 @@
+"""The edges a new user trips over (issue 37, items 8–16), run as a user runs the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kit import REAL
+
+JACKED = Path(sys.executable).parent / "jacked"
+EXPORT_SID = "ef958aa1"
+
+
+def env_for(home: Path, claude: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), JACKED_USER_NAME="tester",
+               NO_COLOR="1")
+    env.update(extra)
+    return env
+
+
+def run(args: list[str], home: Path, claude: Path = REAL, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(JACKED), *args], capture_output=True, text=True, env=env_for(home, claude, **extra),
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    h = tmp_path_factory.mktemp("edges-home")
+    assert run(["scan"], h).returncode == 0
+    return h
+
+
+# --- 14: a reader that leaves early ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["export"], ["show", EXPORT_SID], ["sessions", "-n", "30"]])
+def test_closed_pipe_ends_quietly_with_0(home: Path, args: list[str]) -> None:
+    cmd = " ".join([str(JACKED), *args])
+    p = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd} | head -c 10 >/dev/null"], capture_output=True,
+                       text=True, env=env_for(home, REAL), timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""
+
+
+# --- 10: `show` piped keeps its lines whole --------------------------------------------------
+
+
+def test_show_piped_is_not_wrapped_at_80_columns(home: Path) -> None:
+    p = run(["show", EXPORT_SID], home)
+    assert p.returncode == 0, p.stderr
+    header = p.stdout.splitlines()[1]
+    # the whole header on one line: the id, the folder and the turn count
+    assert header.startswith("ef958aa1-0e93-49f0-bb71-150f63befcd1") and header.endswith("3 turns"), header
+    assert max(len(line) for line in p.stdout.splitlines()) > 120
