@@ -56,3 +56,19 @@ def test_show_piped_is_not_wrapped_at_80_columns(home: Path) -> None:
     # the whole header on one line: the id, the folder and the turn count
     assert header.startswith("ef958aa1-0e93-49f0-bb71-150f63befcd1") and header.endswith("3 turns"), header
     assert max(len(line) for line in p.stdout.splitlines()) > 120
+
+
+# --- 11: a forgotten session says so ----------------------------------------------------------
+
+
+def test_show_of_a_forgotten_session_says_it_was_forgotten(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert run(["scan"], home).returncode == 0
+    assert run(["forget", "29ccd257", "--yes"], home).returncode == 0
+    for args in (["show", "29ccd257"], ["turns", "29ccd257-68b1-427f-ae5f-6524b7cb6f20", "--json"]):
+        p = run(args, home)
+        assert p.returncode == 1 and p.stdout == ""
+        assert p.stderr.startswith("jacked: session 29ccd257-68b1-427f-ae5f-6524b7cb6f20 was forgotten on "), p.stderr
+        assert "jacked scan" not in p.stderr and len(p.stderr.splitlines()) == 1
+    # a prefix of nothing at all still points at scan
+    assert "jacked scan" in run(["show", "fffffff0"], home).stderr

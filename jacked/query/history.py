@@ -5,13 +5,14 @@ These are the library functions behind `jacked sessions`, `turns`, `export` and 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from jacked.catalog import Catalog, timeline_queries
+from jacked.catalog import Catalog, forget_queries, timeline_queries
 from jacked.errors import JackedError
 from jacked.ingest.scan import Scanner, ScanReport
 from jacked.query.timeline import TURN_EVENT_TYPES, turn_event_fields
@@ -81,7 +82,23 @@ def resolve_session(catalog: Catalog, ref: str, claude_dir: Path | None = None) 
     if len(matches) > 1:
         shown = ", ".join(m[:12] for m in matches[:5])
         raise SessionNotFound(f"'{ref}' matches {len(matches)} sessions ({shown}…): give more of the id")
+    _raise_if_forgotten(catalog, path.stem if path.suffix == ".jsonl" else ref)
     raise SessionNotFound(f"no session '{ref}' in the catalog: run `jacked scan` first, or check `jacked sessions`")
+
+
+def _raise_if_forgotten(catalog: Catalog, ref: str) -> None:
+    """A reference to a forgotten session says so: a scan will not bring it back."""
+    gone = forget_queries.forgotten_matching(catalog, ref)
+    if len(gone) != 1:
+        return
+    when = time.strftime("%Y-%m-%d", time.localtime(gone[0]["forgotten_at"] or 0))
+    why = FORGET_REASONS.get(gone[0]["reason"], gone[0]["reason"])
+    raise SessionNotFound(f"session {gone[0]['session_id']} was forgotten on {when} ({why}): jacked keeps nothing of "
+                          "it and will not read it again (`jacked forget --list`)")
+
+
+# Why a tombstone was written (jacked.index.forget, jacked.ingest.privacy), in a user's words.
+FORGET_REASONS = {"forget": "jacked forget", "excluded": "the exclude setting", "nomem": "#nomem in the session"}
 
 
 def turns_json(catalog: Catalog, session_id: str) -> dict[str, Any]:
