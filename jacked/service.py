@@ -45,6 +45,7 @@ class Jacked:
     def catalog(self) -> Catalog:
         """The catalog as it is (no scan)."""
         if self._catalog is None:
+            self.settings.make_home()
             self._catalog = Catalog(self.settings.catalog_path)
         return self._catalog
 

@@ -72,3 +72,16 @@ def test_show_of_a_forgotten_session_says_it_was_forgotten(tmp_path: Path) -> No
         assert "jacked scan" not in p.stderr and len(p.stderr.splitlines()) == 1
     # a prefix of nothing at all still points at scan
     assert "jacked scan" in run(["show", "fffffff0"], home).stderr
+
+
+# --- 12: a JACKED_HOME that cannot be made -----------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["sessions"], ["status", "--json"], ["search", "plan mode"], ["backfill"]])
+def test_a_jacked_home_that_cannot_be_made_is_named(tmp_path: Path, args: list[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    p = run(args, blocker / "jacked")
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == (f"jacked: JACKED_HOME {blocker / 'jacked'}: cannot make this folder (a file is in the way): "
+                        "point it at a folder you can write\n")
