@@ -360,15 +360,17 @@ class Jacked:
         return restore_brief(catalog, sid, budget if budget is not None else DEFAULT_MAX_TOKENS,
                              margin=self.settings.token_safety_margin)
 
-    def sessions(self, repo: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
-        """Sessions, newest first (the `sessions --json` rows; `limit` of them from `offset`)."""
+    def sessions(self, repo: str | None = None, limit: int | None = None, offset: int = 0,
+                 since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
+        """Sessions, newest first (the `sessions --json` rows; `limit` of them from `offset`);
+        `since` / `until`: `7d`, `2w`, a date or a date-time (a bare `until` date includes that day)."""
         from jacked.query.history import list_sessions
 
-        return list_sessions(self.fresh(), repo, limit, offset)
+        return list_sessions(self.fresh(), repo, limit, offset, **_bounds(since, until))
 
-    def session_count(self, repo: str | None = None) -> int:
+    def session_count(self, repo: str | None = None, since: str | None = None, until: str | None = None) -> int:
         """How many sessions `sessions` lists in all."""
-        return self.fresh().count_sessions(repo)
+        return self.fresh().count_sessions(repo, **_bounds(since, until))
 
     def turns(self, ref: str) -> dict[str, Any]:
         """A session's turns with invocations and metrics (the `turns --json` object)."""
@@ -462,3 +464,11 @@ def _inside(path: Path, folder: Path) -> bool:
         return path.resolve().is_relative_to(folder.resolve())
     except OSError:
         return False
+
+
+def _bounds(since: str | None, until: str | None) -> dict[str, str | None]:
+    """`sessions`' time bounds as the catalog compares them; an unreadable one is a one-line error."""
+    from jacked.util.time import time_bound
+
+    return {"since": time_bound(since, "--since") if since else None,
+            "until": time_bound(until, "--until", end_of_day=True) if until else None}

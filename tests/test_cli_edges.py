@@ -85,3 +85,27 @@ def test_a_jacked_home_that_cannot_be_made_is_named(tmp_path: Path, args: list[s
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr == (f"jacked: JACKED_HOME {blocker / 'jacked'}: cannot make this folder (a file is in the way): "
                         "point it at a folder you can write\n")
+
+
+# --- 8: `sessions --since / --until` --------------------------------------------------------------
+
+
+def test_sessions_since_until(home: Path) -> None:
+    every = json.loads(run(["sessions", "--json", "-n", "1000"], home).stdout)
+    assert len(every) == 27
+
+    def listed(*args: str) -> list[str]:
+        p = run(["sessions", "--json", "-n", "1000", *args], home)
+        assert p.returncode == 0, p.stderr
+        return [r["session_id"] for r in json.loads(p.stdout)]
+
+    # active on or after the 1st of January 2026, started by the end of the 17th of July 2025
+    since = [r["session_id"] for r in every if (r["ended_at"] or r["started_at"]) >= "2026-01-01"]
+    until = [r["session_id"] for r in every if r["started_at"] <= "2025-07-17T23:59:59.999Z"]
+    assert len(since) == 6 and len(until) == 11
+    assert listed("--since", "2026-01-01") == since
+    assert listed("--until", "2025-07-17") == until  # a bare date: that whole day is in
+    assert listed("--since", "2025-07-01", "--until", "2025-07-17") == [
+        s for s in until if next(r for r in every if r["session_id"] == s)["ended_at"] >= "2025-07-01"]
+    p = run(["sessions", "--since", "last tuesday"], home)
+    assert p.returncode == 1 and p.stderr.startswith("jacked: cannot read --since 'last tuesday'")

@@ -56,9 +56,9 @@ def _head(text: str | None, limit: int) -> str | None:
     return text if text is None or len(text) <= limit else text[:limit].rstrip() + "…"
 
 
-def list_sessions(catalog: Catalog, repo: str | None = None, limit: int | None = None,
-                  offset: int = 0) -> list[dict[str, Any]]:
-    return [session_summary(r) for r in catalog.list_sessions(repo, limit, offset)]
+def list_sessions(catalog: Catalog, repo: str | None = None, limit: int | None = None, offset: int = 0,
+                  since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
+    return [session_summary(r) for r in catalog.list_sessions(repo, limit, offset, since, until)]
 
 
 def resolve_session(catalog: Catalog, ref: str, claude_dir: Path | None = None) -> str:

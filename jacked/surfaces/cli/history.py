@@ -38,16 +38,21 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
 
 def sessions_cmd(
     repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w, 3m, 1y or a date."),
+    until: Optional[str] = typer.Option(None, "--until", help="Only sessions started by: 7d, 2w, 3m, 1y or a date "
+                                        "(that whole day)."),
     limit: int = typer.Option(20, "-n", "--limit", min=1, help="How many sessions, newest first."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List sessions, newest first."""
-    rows = service().sessions(repo, limit)
+    rows = service().sessions(repo, limit, since=since, until=until)
     if json_out:
         print_json(rows)
         return
     if not rows:
-        typer.echo("no sessions found" + (f" for repo {repo}" if repo else ""))
+        bounds = [f"for repo {repo}" if repo else "", f"since {since}" if since else "",
+                  f"until {until}" if until else ""]
+        typer.echo(" ".join(["no sessions found", *(b for b in bounds if b)]))
         return
     for r in rows:
         label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
