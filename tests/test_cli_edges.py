@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -109,3 +110,35 @@ def test_sessions_since_until(home: Path) -> None:
         s for s in until if next(r for r in every if r["session_id"] == s)["ended_at"] >= "2025-07-01"]
     p = run(["sessions", "--since", "last tuesday"], home)
     assert p.returncode == 1 and p.stderr.startswith("jacked: cannot read --since 'last tuesday'")
+
+
+# --- 16: plurals and --help ------------------------------------------------------------------------
+
+
+def test_one_is_singular(home: Path) -> None:
+    listed = run(["sessions", "-n", "30"], home).stdout
+    one_turn = [ln for ln in listed.splitlines() if ln[:8] in ("94604a7b", "256ba646", "29ccd257")]
+    assert len(one_turn) == 3 and all(" 1 turn " in ln for ln in one_turn), one_turn
+    assert not re.search(r"\b1 turns", listed) and " 3 turns " in listed
+    shown = run(["show", "94604a7b"], home).stdout
+    assert shown.splitlines()[1].endswith(" · 1 turn"), shown.splitlines()[1]
+    calls = run(["show", "f852ad25", "--turn", "2"], home).stdout  # one call, which failed
+    assert "1 call · 1 error" in calls and not re.search(r"\b1 (calls|errors)\b", calls)
+    p = run(["show", "94604a7b", "--turn", "5"], home)
+    assert p.stderr == "jacked: session 94604a7b has no turn 5 (it has 1 turn)\n"
+
+
+def test_retrieve_says_1_unit(home: Path) -> None:
+    p = run(["retrieve", "03eb5929", "--max-tokens", "560"], home)
+    assert p.returncode == 0, p.stderr
+    left_out = [ln for ln in p.stdout.splitlines() if ln.startswith("Left out to fit the budget")]
+    assert left_out == ["Left out to fit the budget: 1 unit (46 tokens: 1 user_message)"]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["sessions", "--help"], ["search", "--help"], ["forget", "--help"]])
+def test_help_shows_no_type_beside_flags(home: Path, args: list[str]) -> None:
+    p = run(args, home)
+    assert p.returncode == 0 and "--help" in p.stdout
+    assert "<bool>" not in p.stdout
+    if args != ["--help"]:
+        assert "<str>" in p.stdout or "<int" in p.stdout  # options that take a value keep their type

@@ -7,6 +7,7 @@ import typer
 
 from jacked.surfaces.cli.common import (CliError, print_json, print_jsonl, progress_bar, require_projects, service,
                                        stdout_console, warn)
+from jacked.util.text import counted, noun
 
 
 def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan report as JSON.")) -> None:
@@ -18,8 +19,9 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
     if json_out:
         print_json(report.to_json())
         return
-    typer.echo(f"{report.sessions} sessions ({report.sessions_scanned} read, {report.sessions_unchanged} unchanged), "
-               f"{report.turns} turns, {report.lines_read} lines read, {report.lines_skipped} skipped, "
+    typer.echo(f"{counted(report.sessions, 'session')} ({report.sessions_scanned} read, {report.sessions_unchanged} "
+               f"unchanged), {counted(report.turns, 'turn')}, {counted(report.lines_read, 'line')} read, "
+               f"{report.lines_skipped} skipped, "
                f"{report.bytes_read / 1e6:.1f} MB in {report.seconds:.2f}s")
     if report.tool_results_missing:
         warn(f"jacked: {report.tool_results_missing} tool result(s) refer to a tool-results/ file that is gone "
@@ -58,7 +60,7 @@ def sessions_cmd(
         label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
         typer.echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {r.get('agent') or 'claude':8} "
-                   f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} turns  {mark + ' ' if mark else ''}"
+                   f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} {noun(r['turn_count'] or 0, 'turn'):5}  {mark + ' ' if mark else ''}"
                    f"{label[:70]}")
 
 
@@ -100,7 +102,7 @@ def show_cmd(
     row, data = service().session_view(session)
     turns = [t for t in data["turns"] if turn is None or t["index"] == turn]
     if turn is not None and not turns:
-        raise CliError(f"session {data['session_id'][:8]} has no turn {turn} (it has {len(data['turns'])} turns)")
+        raise CliError(f"session {data['session_id'][:8]} has no turn {turn} (it has {counted(len(data['turns']), 'turn')})")
     console = stdout_console()
     console.print(render_header(row, data))
     subs = {a["tool_use_id"]: a for a in data["subagents"] if a["tool_use_id"]}
@@ -116,7 +118,7 @@ def _one_line(text: Optional[str]) -> str:
 
 def _metrics_line(t: dict[str, Any]) -> str:
     m = t["metrics"]
-    parts = [f"{m.get('tool_call_count', 0)} calls", f"{m.get('tool_error_count', 0)} errors"]
+    parts = [counted(m.get("tool_call_count", 0), "call"), counted(m.get("tool_error_count", 0), "error")]
     if m.get("files_read"):
         parts.append(f"{len(m['files_read'])} read")
     if m.get("files_written"):
@@ -146,7 +148,7 @@ def render_header(row: dict[str, Any], data: dict[str, Any]) -> str:
              f"[dim]{row.get('session_id')} · {label_of(row.get('agent'))} · {row.get('repo_name') or '-'} "
              f"({row.get('cwd') or '?'}) · "
              f"branch {row.get('git_branch') or '-'} · {row.get('started_at') or '?'} → {row.get('ended_at') or '?'} · "
-             f"v{row.get('version_first') or '?'} · {row.get('turn_count')} turns[/dim]"]
+             f"v{row.get('version_first') or '?'} · {counted(row.get('turn_count') or 0, 'turn')}[/dim]"]
     note = SOURCE_NOTES.get(row.get("source") or "")
     if note:
         lines.append(f"[yellow]{escape(note)}[/yellow]")
@@ -196,7 +198,7 @@ def render_turn(t: dict[str, Any], subs: dict[str, dict[str, Any]], before: dict
             sub = subs.get(inv["tool_use_id"])
             if sub:
                 line += (f"\n        [magenta]subagent {sub.get('agent_type') or ''} {sub.get('agent_id') or ''}: "
-                         f"{sub.get('tool_call_count')} calls[/magenta]")
+                         f"{counted(sub.get('tool_call_count') or 0, 'call')}[/magenta]")
             out.append(line)
     for d in t.get("decisions") or []:
         out.append(f"  [magenta]◆ decided:[/magenta] {escape(_one_line(d.get('text'))[:240])}")
