@@ -142,3 +142,31 @@ def test_help_shows_no_type_beside_flags(home: Path, args: list[str]) -> None:
     assert "<bool>" not in p.stdout
     if args != ["--help"]:
         assert "<str>" in p.stdout or "<int" in p.stdout  # options that take a value keep their type
+
+
+# --- 15: nothing written outside JACKED_HOME --------------------------------------------------------
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def test_nothing_is_written_outside_jacked_home(tmp_path: Path) -> None:
+    """A backfill (the model and the index) and a search write into JACKED_HOME and nowhere else:
+    not HOME (onnxruntime's telemetry store), not the temp folder, not the Claude directory."""
+    claude, home, tmp, jacked_home = (tmp_path / n for n in ("claude", "home", "tmp", "jacked"))
+    shutil.copytree(REAL / "projects" / "-experiments-ideas", claude / "projects" / "-experiments-ideas")
+    home.mkdir()
+    tmp.mkdir()
+    before = _files(claude)
+    # a clean environment: onnxruntime writes nothing when it believes it runs in CI
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp), "CLAUDE_CONFIG_DIR": str(claude),
+           "JACKED_HOME": str(jacked_home), "JACKED_USER_NAME": "tester", "NO_COLOR": "1"}
+    env.update({k: os.environ[k] for k in ("CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME") if k in os.environ})
+    for args in (["backfill"], ["search", "an idea worth keeping"], ["status"]):
+        p = subprocess.run([str(JACKED), *args], capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr
+    assert _files(home) == set()
+    assert _files(tmp) == set()
+    assert _files(claude) == before
+    assert (jacked_home / "catalog.db").is_file()
