@@ -85,10 +85,17 @@ class Jacked:
         now = time.monotonic()
         if self.scan_enabled and (self._scanned_at is None or now - self._scanned_at > self.rescan_seconds):
             if self.scannable():
-                for err in self.scan().errors[:5]:
+                for err in self.unsaid(self.scan().errors)[:5]:
                     self._say(f"jacked: skipped {err}")
             self._scanned_at = now
         return self.catalog
+
+    def unsaid(self, problems: list[str]) -> list[str]:
+        """Those of a scan's `problems` not shown to the user before (a broken link is said once,
+        not on every command; a report's `errors` still lists them all)."""
+        from jacked.catalog.scan_state import unsaid
+
+        return unsaid(self.catalog, problems)
 
     def session_id(self, ref: str) -> str:
         """A full session id from an id, a unique prefix or a transcript path."""

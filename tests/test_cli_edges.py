@@ -170,3 +170,51 @@ def test_nothing_is_written_outside_jacked_home(tmp_path: Path) -> None:
     assert _files(tmp) == set()
     assert _files(claude) == before
     assert (jacked_home / "catalog.db").is_file()
+
+
+# --- 13: backfill counts add up; a broken link is reported once ------------------------------------
+
+UUID_NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.jsonl$")
+
+
+def _transcripts_with_a_prompt(projects: Path) -> set[str]:
+    """Session files holding a user line, counted from the files themselves (not by jacked)."""
+    out = set()
+    for path in projects.glob("*/*.jsonl"):
+        if UUID_NAME.match(path.name) and path.is_file() and any(
+                json.loads(ln).get("type") == "user" for ln in path.read_text().splitlines() if ln.strip()):
+            out.add(path.stem)
+    return out
+
+
+def test_backfill_counts_add_up_and_a_broken_link_is_said_once(tmp_path: Path) -> None:
+    claude, home = tmp_path / "claude", tmp_path / "home"
+    for project in ("-src-experiments-claude_p", "-experiments-ideas"):
+        shutil.copytree(REAL / "projects" / project, claude / "projects" / project)
+    junk = claude / "projects" / "-experiments-ideas"
+    (junk / "empty.jsonl").write_text("")
+    (junk / "summary-only.jsonl").write_text('{"type":"summary","summary":"a label","leafUuid":"nowhere"}\n')
+    (junk / "broken.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    sessions = _transcripts_with_a_prompt(claude / "projects")
+    not_sessions = len(list((claude / "projects").glob("*/*.jsonl"))) - len(sessions) - 1  # less the broken link
+    assert len(sessions) == 5 and not_sessions == 3  # a95fea4a holds summaries only
+
+    first = run(["backfill"], home, claude)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count("broken.jsonl") == 1
+    assert first.stdout.startswith("5 sessions indexed, 0 unchanged;"), first.stdout
+    assert run(["forget", "94604a7b", "--yes"], home, claude).returncode == 0
+
+    again = run(["backfill", "--json"], home, claude)
+    report = json.loads(again.stdout)
+    assert (report["sessions_indexed"], report["sessions_unchanged"], report["sessions_forgotten"],
+            report["files_without_session"]) == (0, len(sessions) - 1, 1, not_sessions)
+    assert len(report["errors"]) == 1 and "broken.jsonl" in report["errors"][0]  # still listed in the JSON
+    assert again.stderr == ""  # but said once
+    text = run(["backfill"], home, claude)
+    assert text.stdout.startswith("0 sessions indexed, 4 unchanged;"), text.stdout
+    assert "passed over: 1 forgotten (`jacked forget --list`), 3 files holding no session" in text.stdout
+    for args in (["sessions"], ["scan"]):
+        p = run(args, home, claude)
+        assert p.returncode == 0 and "broken.jsonl" not in p.stderr, p.stderr
+    assert "4 sessions (0 read, 4 unchanged)" in run(["scan"], home, claude).stdout

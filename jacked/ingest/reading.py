@@ -52,6 +52,7 @@ class ScanReport:
     tool_results_missing: int = 0  # results referring to a tool-results/ file that is not there
     sessions_forgotten: int = 0  # passed over: forgotten earlier (`jacked forget`, `exclude`, `#nomem`)
     sessions_excluded: int = 0  # forgotten by this scan: caught by `exclude` or `#nomem` (jacked.ingest.privacy)
+    files_without_session: int = 0  # unchanged files that hold no session (empty, summaries only): not counted above
     errors: list[str] = field(default_factory=list)
     changed_session_ids: list[str] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # every session seen, changed or not
@@ -68,6 +69,7 @@ class ScanReport:
             "lines_malformed": self.lines_malformed, "lines_unknown": self.lines_unknown,
             "lines_duplicate": self.lines_duplicate, "tool_results_missing": self.tool_results_missing,
             "sessions_forgotten": self.sessions_forgotten, "sessions_excluded": self.sessions_excluded,
+            "files_without_session": self.files_without_session,
             "files_opened": self.files_opened,
             "files_resumed": self.files_resumed, "bytes_read": self.bytes_read, "errors": self.errors,
             "seconds": round(self.seconds, 3), "history": self.history, "agents": self.agents,
@@ -330,6 +332,9 @@ class SessionReader:
     def _count_unchanged(self, session_ids: list[str], report: ScanReport) -> None:
         """Add the cataloged turns and skipped lines of sessions that were not re-read."""
         turns, skipped, missing = scan_state.unchanged_totals(self.catalog, session_ids)
+        unlisted = scan_state.unlisted_count(self.catalog, session_ids)
+        report.sessions_unchanged -= unlisted  # changed_stats counted every unchanged file group
+        report.files_without_session += unlisted
         report.turns += turns
         report.lines_skipped += skipped
         report.tool_results_missing += missing

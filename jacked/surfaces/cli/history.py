@@ -26,6 +26,9 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
     if report.tool_results_missing:
         warn(f"jacked: {report.tool_results_missing} tool result(s) refer to a tool-results/ file that is gone "
              "(their preview is kept)")
+    if report.files_without_session:
+        typer.echo(f"  {counted(report.files_without_session, 'file')} holding no session passed over "
+                   "(empty or summaries only)")
     if report.sessions_excluded or report.sessions_forgotten:
         typer.echo(f"  {report.sessions_excluded} kept out now (exclude, #nomem), {report.sessions_forgotten} "
                    "forgotten earlier and passed over (`jacked forget --list`)")
@@ -34,7 +37,7 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
         typer.echo(f"  of them {h['sessions']} prompt-only (transcript deleted; prompts from history.jsonl): "
                    f"{h['sessions_built']} built now, {h['lines_read']} history lines read, "
                    f"{h['lines_malformed'] + h['lines_without_session']} skipped")
-    for err in report.errors:
+    for err in jk.unsaid(report.errors):
         warn(f"skipped: {err}")
 
 

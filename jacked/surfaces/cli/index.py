@@ -27,7 +27,14 @@ def backfill_cmd(
                f"{counted(report.points_written, 'point')} written, {report.points_unchanged} unchanged, "
                f"{report.points_deleted} deleted; {counted(report.texts_embedded, 'text')} embedded; "
                f"{counted(report.lines_skipped, 'line')} skipped; {report.seconds:.1f}s")
-    for e in report.errors:
+    passed = report.to_json()
+    skipped = [f"{passed['sessions_forgotten']} forgotten (`jacked forget --list`)" if passed["sessions_forgotten"] else "",
+               f"{counted(report.files_without_session, 'file')} holding no session (empty or summaries only)"
+               if report.files_without_session else "",
+               f"{counted(len(report.errors), 'file')} not readable" if report.errors else ""]
+    if any(skipped):
+        typer.echo("  passed over: " + ", ".join(s for s in skipped if s))
+    for e in jk.unsaid(report.errors):
         warn(f"skipped: {e}")
 
 
