@@ -84,14 +84,16 @@ def unsaid(catalog: Catalog, problems: Sequence[str]) -> list[str]:
     """Those of `problems` (a scan's lines about files it could not read) not shown before; the
     ones shown are remembered until they go away, so a broken link is reported once, and again
     only if it is broken anew."""
-    with catalog.transaction():
-        row = catalog.db.execute("SELECT value FROM meta WHERE key = ?", (SAID_KEY,)).fetchone()
-        try:
-            said = set(json.loads(row[0])) if row and isinstance(row[0], str) else set()
-        except ValueError:
-            said = set()
-        current = list(dict.fromkeys(problems))
+    row = catalog.db.execute("SELECT value FROM meta WHERE key = ?", (SAID_KEY,)).fetchone()
+    try:
+        said = json.loads(row[0]) if row and isinstance(row[0], str) else []
+    except ValueError:
+        said = []
+    said = said if isinstance(said, list) else []
+    current = list(dict.fromkeys(problems))
+    if current != said:  # written only when it changes: most commands meet the same problems
         value = json.dumps(current)
-        catalog.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
-                           (SAID_KEY, value, value))
+        with catalog.transaction():
+            catalog.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
+                               (SAID_KEY, value, value))
     return [p for p in current if p not in said]

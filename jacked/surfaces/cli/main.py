@@ -37,6 +37,7 @@ from jacked.surfaces.cli import ui as ui_cli
 from jacked.errors import JackedError
 from jacked.surfaces.cli.common import STATE, CliError
 
+
 def _hide_flag_types() -> None:
     """`--help` shows no `<bool>` beside a flag: a flag takes no value, and typer's rich help would
     print its type as if it did."""
@@ -44,7 +45,7 @@ def _hide_flag_types() -> None:
 
     type_of = TyperOption.display_type_rich
 
-    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:  # type: ignore[name-defined]
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
         return None if self.is_flag else type_of(self, ctx)
 
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
