@@ -218,3 +218,12 @@ def test_backfill_counts_add_up_and_a_broken_link_is_said_once(tmp_path: Path) -
         p = run(args, home, claude)
         assert p.returncode == 0 and "broken.jsonl" not in p.stderr, p.stderr
     assert "4 sessions (0 read, 4 unchanged)" in run(["scan"], home, claude).stdout
+
+
+def test_a_first_scan_counts_sessions_not_files(tmp_path: Path) -> None:
+    p = run(["scan", "--json"], tmp_path / "home")
+    report = json.loads(p.stdout)
+    sessions = _transcripts_with_a_prompt(REAL / "projects")
+    assert len(sessions) == 27
+    # 51 file groups: 27 sessions, 24 summary-only files and subagent files whose session is gone
+    assert (report["sessions"], report["sessions_scanned"], report["files_without_session"]) == (27, 27, 24)

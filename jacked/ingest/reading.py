@@ -52,7 +52,7 @@ class ScanReport:
     tool_results_missing: int = 0  # results referring to a tool-results/ file that is not there
     sessions_forgotten: int = 0  # passed over: forgotten earlier (`jacked forget`, `exclude`, `#nomem`)
     sessions_excluded: int = 0  # forgotten by this scan: caught by `exclude` or `#nomem` (jacked.ingest.privacy)
-    files_without_session: int = 0  # unchanged files that hold no session (empty, summaries only): not counted above
+    files_without_session: int = 0  # files that hold no session (empty, summaries only): in neither count above
     errors: list[str] = field(default_factory=list)
     changed_session_ids: list[str] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # every session seen, changed or not
@@ -319,6 +319,9 @@ class SessionReader:
         for st in states:
             st.state = None  # keep the in-memory index light
             self.known[st.path] = st
+        unlisted = scan_state.unlisted_count(self.catalog, [session.session_id for session, _, _ in entries])
+        report.sessions_scanned -= unlisted  # read, but they hold no session: counted apart
+        report.files_without_session += unlisted
         for session, skipped, _ in entries:
             report.sessions_scanned += 1
             report.changed_session_ids.append(session.session_id)
@@ -409,6 +412,6 @@ def _file_error(group: SessionFiles, e: OSError) -> str:
 def _merge(report: ScanReport, part: ScanReport) -> None:
     for name in ("sessions_scanned", "files_opened", "files_resumed", "bytes_read", "turns", "lines_read",
                  "lines_skipped", "lines_malformed", "lines_unknown", "lines_duplicate", "tool_results_missing",
-                 "sessions_forgotten", "sessions_excluded"):
+                 "sessions_forgotten", "sessions_excluded", "files_without_session"):
         setattr(report, name, getattr(report, name) + getattr(part, name))
     report.errors.extend(part.errors)

@@ -28,7 +28,7 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
              "(their preview is kept)")
     if report.files_without_session:
         typer.echo(f"  {counted(report.files_without_session, 'file')} holding no session passed over "
-                   "(empty or summaries only)")
+                   f"({NOT_SESSIONS})")
     if report.sessions_excluded or report.sessions_forgotten:
         typer.echo(f"  {report.sessions_excluded} kept out now (exclude, #nomem), {report.sessions_forgotten} "
                    "forgotten earlier and passed over (`jacked forget --list`)")
@@ -66,6 +66,9 @@ def sessions_cmd(
                    f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} {noun(r['turn_count'] or 0, 'turn'):5}  {mark + ' ' if mark else ''}"
                    f"{label[:70]}")
 
+
+# What the files that hold no session are (a scan reads them, nothing lists them).
+NOT_SESSIONS = "empty, summaries only, or a subagent's whose session is gone"
 
 # How a session whose transcript is gone is marked in text output (`sessions`, `search`).
 SOURCE_MARKS = {"archive": "[archived]", "history": "[prompts only]"}

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, progress_bar, require_projects, service, settings, warn
+from jacked.surfaces.cli.history import NOT_SESSIONS
 from jacked.util.text import counted
 
 
@@ -29,7 +30,7 @@ def backfill_cmd(
                f"{counted(report.lines_skipped, 'line')} skipped; {report.seconds:.1f}s")
     passed = report.to_json()
     skipped = [f"{passed['sessions_forgotten']} forgotten (`jacked forget --list`)" if passed["sessions_forgotten"] else "",
-               f"{counted(report.files_without_session, 'file')} holding no session (empty or summaries only)"
+               f"{counted(report.files_without_session, 'file')} holding no session ({NOT_SESSIONS})"
                if report.files_without_session else "",
                f"{counted(len(report.errors), 'file')} not readable" if report.errors else ""]
     if any(skipped):
