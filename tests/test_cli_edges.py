@@ -38,7 +38,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --- 14: a reader that leaves early ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [["export"], ["show", EXPORT_SID], ["sessions", "-n", "30"]])
+@pytest.mark.parametrize("args", [["export"], ["show", EXPORT_SID], ["sessions", "-n", "30"], ["export", "--help"]])
 def test_closed_pipe_ends_quietly_with_0(home: Path, args: list[str]) -> None:
     cmd = " ".join([str(JACKED), *args])
     p = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd} | head -c 10 >/dev/null"], capture_output=True,

@@ -60,21 +60,10 @@ def print_jsonl(obj: Any) -> None:
 
 def stdout_console() -> Console:
     """A rich console on stdout. On a terminal it wraps to the terminal's width; piped to a file or
-    `less` it leaves lines whole (rich would hard-wrap them at 80 columns, splitting paths). A reader
-    that leaves early (`| head`) ends the command quietly with 0: rich's own handler exits 1."""
-    import os
-
+    `less` it leaves lines whole (rich would hard-wrap them at 80 columns, splitting paths)."""
     from rich.console import Console
 
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit has somewhere to go
-            raise BrokenPipeError
-
-    terminal = sys.stdout.isatty()
-    return _Console(highlight=False, soft_wrap=not terminal)
+    return Console(highlight=False, soft_wrap=not sys.stdout.isatty())
 
 
 def warn(message: str) -> None:

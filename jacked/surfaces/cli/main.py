@@ -108,15 +108,17 @@ def run() -> None:
     """Console entry point."""
     if os.environ.get("NO_COLOR"):
         os.environ.setdefault("TERM", "dumb")
+    stdout_was = _file_id(1)
     try:
         rv = app(standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except typer.Exit as e:
         code = e.exit_code
-    except SystemExit as e:
-        # typer turns a closed stdout (`jacked export | head -1`) into exit 1 after wrapping the
-        # streams; like other Unix tools, a reader that left early is not a failure
-        if not isinstance(sys.stdout, PacifyFlushWrapper):
+    except SystemExit:
+        # typer (wrapping the streams) and rich (pointing stdout at /dev/null) turn a closed stdout
+        # (`jacked export | head -1`) into exit 1; like other Unix tools, a reader that left early
+        # is not a failure
+        if not (isinstance(sys.stdout, PacifyFlushWrapper) or _now_devnull(stdout_was)):
             raise
         code = 0
     except typer.Abort:
@@ -136,6 +138,24 @@ def run() -> None:
         typer.echo(f"jacked: {msg}", err=True)
         code = 1
     sys.exit(code)
+
+
+def _file_id(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _now_devnull(stdout_was: tuple[int, int] | None) -> bool:
+    """Whether stdout was turned to /dev/null while the command ran (rich's closed-pipe handler)."""
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    now = _file_id(1)
+    return now is not None and now != stdout_was and now == (null.st_dev, null.st_ino)
 
 
 if __name__ == "__main__":
