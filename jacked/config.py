@@ -51,7 +51,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from jacked.errors import JackedError
-from jacked.util.fs import atomic_write
+from jacked.util.fs import atomic_write, make_private
 
 __all__ = [
     "ConfigError", "Settings", "load_settings", "show_config", "set_config_value", "reset_config",
@@ -474,6 +474,20 @@ class Settings(BaseSettings):
     def sources(self) -> dict[str, str]:
         """Where each setting came from: cli, file, env or default."""
         return dict(self._sources)
+
+    def make_home(self) -> Path:
+        """JACKED_HOME, made (owner-only) if missing; one line naming where its path came from when
+        it cannot be made (a file in the way, no permission)."""
+        assert self.home is not None  # set by _resolve_home
+        try:
+            make_private(self.home)
+        except OSError as e:
+            named = {"env": "JACKED_HOME", "file": f"jacked_home in {self.config_path}", "cli": "--home"}.get(
+                self._sources.get("jacked_home", ""), "JACKED_HOME (default: <claude dir>/jacked)")
+            why = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e
+            raise ConfigError(f"{named} {self.home}: cannot make this folder ({why}): "
+                              "point it at a folder you can write") from None
+        return self.home
 
 
 def load_settings(claude_dir: Path | str | None = None, **overrides: object) -> Settings:

@@ -46,6 +46,7 @@ class Jacked:
     def catalog(self) -> Catalog:
         """The catalog as it is (no scan)."""
         if self._catalog is None:
+            self.settings.make_home()
             self._catalog = Catalog(self.settings.catalog_path)
         return self._catalog
 
@@ -85,10 +86,17 @@ class Jacked:
         now = time.monotonic()
         if self.scan_enabled and (self._scanned_at is None or now - self._scanned_at > self.rescan_seconds):
             if self.scannable():
-                for err in self.scan().errors[:5]:
+                for err in self.unsaid(self.scan().errors)[:5]:
                     self._say(f"jacked: skipped {err}")
             self._scanned_at = now
         return self.catalog
+
+    def unsaid(self, problems: list[str]) -> list[str]:
+        """Those of a scan's `problems` not shown to the user before (a broken link is said once,
+        not on every command; a report's `errors` still lists them all)."""
+        from jacked.catalog.scan_state import unsaid
+
+        return unsaid(self.catalog, problems)
 
     def session_id(self, ref: str) -> str:
         """A full session id from an id, a unique prefix or a transcript path."""
@@ -361,15 +369,17 @@ class Jacked:
         return restore_brief(catalog, sid, budget if budget is not None else DEFAULT_MAX_TOKENS,
                              margin=self.settings.token_safety_margin)
 
-    def sessions(self, repo: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
-        """Sessions, newest first (the `sessions --json` rows; `limit` of them from `offset`)."""
+    def sessions(self, repo: str | None = None, limit: int | None = None, offset: int = 0,
+                 since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
+        """Sessions, newest first (the `sessions --json` rows; `limit` of them from `offset`);
+        `since` / `until`: `7d`, `2w`, a date or a date-time (a bare `until` date includes that day)."""
         from jacked.query.history import list_sessions
 
-        return list_sessions(self.fresh(), repo, limit, offset, self.prices())
+        return list_sessions(self.fresh(), repo, limit, offset, self.prices(), **_bounds(since, until))
 
-    def session_count(self, repo: str | None = None) -> int:
+    def session_count(self, repo: str | None = None, since: str | None = None, until: str | None = None) -> int:
         """How many sessions `sessions` lists in all."""
-        return self.fresh().count_sessions(repo)
+        return self.fresh().count_sessions(repo, **_bounds(since, until))
 
     def turns(self, ref: str) -> dict[str, Any]:
         """A session's turns with invocations and metrics (the `turns --json` object)."""
@@ -481,3 +491,11 @@ def _inside(path: Path, folder: Path) -> bool:
         return path.resolve().is_relative_to(folder.resolve())
     except OSError:
         return False
+
+
+def _bounds(since: str | None, until: str | None) -> dict[str, str | None]:
+    """`sessions`' time bounds as the catalog compares them; an unreadable one is a one-line error."""
+    from jacked.util.time import time_bound
+
+    return {"since": time_bound(since, "--since") if since else None,
+            "until": time_bound(until, "--until", end_of_day=True) if until else None}

@@ -134,3 +134,31 @@ def test_recall_hook_prints_session_start_context(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "SessionStart" and "a7da6a22" in out["additionalContext"]
+
+
+def test_uninstall_says_it_restored_and_drops_spent_backups(tmp_path: Path) -> None:
+    (tmp_path / "settings.json").write_bytes(SETTINGS)
+    for args in (["install"], ["install", "--recall"]):  # two installs: two backups of settings.json
+        assert run(args, tmp_path).returncode == 0
+    assert len(list((tmp_path / "jacked-backups").iterdir())) == 2
+    p = run(["uninstall"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    settings = tmp_path / "settings.json"
+    assert f"restored: {settings} (put back as it was before `jacked install`)" in p.stdout.splitlines()
+    assert f"removed: {settings}" not in p.stdout
+    assert "deleted 2 backups jacked made, no longer needed" in p.stdout
+    assert settings.read_bytes() == SETTINGS and not (tmp_path / "jacked-backups").exists()
+
+
+def test_uninstall_keeps_backups_of_a_file_the_user_changed(tmp_path: Path) -> None:
+    (tmp_path / "settings.json").write_bytes(SETTINGS)
+    install(tmp_path, exe=EXE)
+    data = json.loads((tmp_path / "settings.json").read_text())
+    data["theme"] = "dark"
+    (tmp_path / "settings.json").write_text(json.dumps(data, indent=4))
+    report = uninstall(tmp_path)
+    assert report.actions == {str(tmp_path / "settings.json"): "edited",
+                              str(tmp_path / "skills" / "jacked" / "SKILL.md"): "removed"}
+    assert report.backups_removed == []
+    kept = sorted(p.read_bytes() for p in (tmp_path / "jacked-backups").iterdir())
+    assert SETTINGS in kept and len(kept) == 2  # the file before install, and before uninstall

@@ -215,4 +215,27 @@ def test_search_shows_its_confidence_and_admits_a_miss(indexed_site: dict[str, A
     assert pg.locator(".notice.weak").count() == 0
     expect(pg.locator(f'tr[data-session-id="{WORKTREES}"] .badge.conf')).to_have_text("high confidence")
     assert pg.locator("tr[data-session-id]").first.get_attribute("data-session-id") == WORKTREES
+
+
+def test_parallel_reads_show_the_end_of_their_paths(site: dict[str, Any], page: Page) -> None:
+    """In a batch of parallel Reads each box shows its file's name (and folder), not the same "/Users/…"."""
+    sid = "9e953218-585f-4692-89df-9e0747a31c68"
+    data = cli_turns(site["home"], sid)
+    paths = [i["file_path"] for t in data["turns"] for i in t["invocations"]
+             if i["tool_name"] == "Read" and i["parallel_group"] > 0]
+    assert len(paths) >= 3
+    pg = page.page
+    pg.goto(site["base"] + f"#/session/{sid}")
+    pg.wait_for_selector("section.turn")
+    pg.wait_for_load_state("networkidle")
+    shown = pg.locator("[data-parallel-batch] .call[data-tool=Read] summary").evaluate_all("""els => els.map(s => {
+        const full = s.querySelector('[title]:not(.x)');
+        // the elements of the summary whose whole text is on screen (not cut by an ellipsis)
+        const whole = [...s.querySelectorAll('span')].filter(e => e.scrollWidth <= e.clientWidth + 1)
+                                                      .map(e => e.textContent);
+        return [full ? full.title : null, whole]; })""")
+    assert [title for title, _ in shown] == paths
+    for path, (_, whole) in zip(paths, shown):
+        name = "/".join(path.split("/")[-2:])  # its folder and file name
+        assert any(text.endswith(name) for text in whole), (path, whole)
     assert page.errors == []

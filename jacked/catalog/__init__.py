@@ -435,9 +435,10 @@ class Catalog:
         return [r[0] for r in self.db.execute("SELECT session_id FROM sessions WHERE has_main = 1 ORDER BY session_id")]
 
     def list_sessions(self, repo: str | None = None, limit: int | None = None,
-                      offset: int = 0) -> list[dict[str, Any]]:
-        """Sessions with a main file, newest first (`limit` rows from `offset`)."""
-        where, args = self._listed(repo)
+                      offset: int = 0, since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
+        """Sessions with a main file, newest first (`limit` rows from `offset`); `since` / `until`
+        (ISO, `...Z`): only sessions active at or after `since` and started at or before `until`."""
+        where, args = self._listed(repo, since, until)
         sql = f"SELECT * FROM sessions WHERE {where} {LISTED_ORDER}"
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
@@ -450,16 +451,24 @@ class Catalog:
         return [r[0] for r in self.db.execute(
             f"SELECT session_id FROM sessions WHERE {where} {LISTED_ORDER}", args)]
 
-    def count_sessions(self, repo: str | None = None) -> int:
+    def count_sessions(self, repo: str | None = None, since: str | None = None, until: str | None = None) -> int:
         """How many sessions `list_sessions` lists in all."""
-        where, args = self._listed(repo)
+        where, args = self._listed(repo, since, until)
         return int(self.db.execute(f"SELECT COUNT(*) FROM sessions WHERE {where}", args).fetchone()[0])
 
     @staticmethod
-    def _listed(repo: str | None) -> tuple[str, list[Any]]:
+    def _listed(repo: str | None, since: str | None = None, until: str | None = None) -> tuple[str, list[Any]]:
+        where, args = ["has_main = 1"], []
         if repo:
-            return "has_main = 1 AND " + repo_match(), [repo, repo]
-        return "has_main = 1", []
+            where.append(repo_match())
+            args += [repo, repo]
+        if since:  # the web view's list keeps the same bounds (catalog.ui_queries.sessions_page)
+            where.append("COALESCE(ended_at, started_at) >= ?")
+            args.append(since)
+        if until:
+            where.append("started_at <= ?")
+            args.append(until)
+        return " AND ".join(where), args
 
     def get_session_row(self, session_id: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()

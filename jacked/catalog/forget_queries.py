@@ -37,6 +37,13 @@ def forgotten_rows(catalog: Catalog) -> list[dict[str, Any]]:
     return [dict(r) for r in catalog.db.execute("SELECT * FROM forgotten ORDER BY forgotten_at, session_id")]
 
 
+def forgotten_matching(catalog: Catalog, prefix: str) -> list[dict[str, Any]]:
+    """Tombstones whose session id starts with `prefix` (LIKE wildcards escaped), at most 50."""
+    esc = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return [dict(r) for r in catalog.db.execute(
+        "SELECT * FROM forgotten WHERE session_id LIKE ? ESCAPE '\\' ORDER BY session_id LIMIT 50", (esc + "%",))]
+
+
 def forgotten_ids(catalog: Catalog) -> set[str]:
     return {r[0] for r in catalog.db.execute("SELECT session_id FROM forgotten")}
 

@@ -24,10 +24,12 @@ LEXICAL = 2
 PENDING = "-"
 
 
-def index_progress(catalog: Catalog, user_name: str) -> list[tuple[str, int | None, int | None, int | None]]:
-    """Every session's (session id, content sequence, indexed sequence, dirty) for `user_name`."""
-    return [(r[0], r[1], r[2], r[3]) for r in catalog.db.execute(
-        "SELECT s.session_id, s.content_seq, i.indexed_seq, i.dirty FROM sessions s "
+def index_progress(catalog: Catalog,
+                   user_name: str) -> list[tuple[str, int | None, int | None, int | None, bool]]:
+    """Every session's (session id, content sequence, indexed sequence, dirty, listed) for
+    `user_name`; not listed: a file that holds no session (empty, summaries only)."""
+    return [(r[0], r[1], r[2], r[3], bool(r[4])) for r in catalog.db.execute(
+        "SELECT s.session_id, s.content_seq, i.indexed_seq, i.dirty, s.has_main FROM sessions s "
         "LEFT JOIN index_sessions i ON i.session_id = s.session_id AND i.user_name = ?", (user_name,))]
 
 

@@ -7,10 +7,13 @@ the read state of history.jsonl (a `files` row of its own kind).
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from jacked.catalog import Catalog
+
+SAID_KEY = "warnings_said"  # meta: the scan problems already shown to the user (JSON list)
 
 
 def unchanged_totals(catalog: Catalog, session_ids: Sequence[str]) -> tuple[int, int, int]:
@@ -65,3 +68,32 @@ def agent_counts(catalog: Catalog) -> dict[str, int]:
     """Listed sessions per coding agent."""
     return {r[0]: r[1] for r in catalog.db.execute(
         "SELECT agent, COUNT(*) FROM sessions WHERE has_main = 1 GROUP BY agent")}
+
+
+def unlisted_count(catalog: Catalog, session_ids: Sequence[str]) -> int:
+    """How many of `session_ids` are cataloged files that hold no session (empty, summaries only)."""
+    n = 0
+    for i in range(0, len(session_ids), 500):
+        part = list(session_ids[i:i + 500])
+        n += catalog.db.execute(f"SELECT COUNT(*) FROM sessions WHERE has_main = 0 AND session_id IN "
+                                f"({','.join('?' * len(part))})", part).fetchone()[0]
+    return n
+
+
+def unsaid(catalog: Catalog, problems: Sequence[str]) -> list[str]:
+    """Those of `problems` (a scan's lines about files it could not read) not shown before; the
+    ones shown are remembered until they go away, so a broken link is reported once, and again
+    only if it is broken anew."""
+    row = catalog.db.execute("SELECT value FROM meta WHERE key = ?", (SAID_KEY,)).fetchone()
+    try:
+        said = json.loads(row[0]) if row and isinstance(row[0], str) else []
+    except ValueError:
+        said = []
+    said = said if isinstance(said, list) else []
+    current = list(dict.fromkeys(problems))
+    if current != said:  # written only when it changes: most commands meet the same problems
+        value = json.dumps(current)
+        with catalog.transaction():
+            catalog.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
+                               (SAID_KEY, value, value))
+    return [p for p in current if p not in said]

@@ -38,6 +38,14 @@ from jacked.util.datafiles import DATA_DIR, DataFileError, sha256_of, verify_fil
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from tokenizers import Tokenizer
 
+# onnxruntime (1.2x+ on Linux and macOS) otherwise writes a telemetry store and a device id under
+# ~/.cache/Microsoft/DeveloperTools/.onnxruntime and starts an uploader when it is imported:
+# jacked writes nothing outside its home and sends nothing. Read once, at import, so it is set
+# here, before anything imports onnxruntime (fastembed included), and inherited by workers.
+# Releases name the switch differently (1.32 reads the first); each ignores the other.
+for _name in ("ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABLED"):
+    os.environ[_name] = "1"
+
 #: Stable name of the default dense model. It is what the index records (see
 #: ``jacked.index.store``), so changing it forces a ``jacked backfill --rebuild``.
 DEFAULT_MODEL: str = "jacked/all-MiniLM-L6-v2-int8"

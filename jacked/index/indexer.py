@@ -59,6 +59,8 @@ class IndexReport:
 
     sessions_indexed: int = 0
     sessions_unchanged: int = 0
+    # passed over, not counted above: files that hold no session (empty, summaries only)
+    files_without_session: int = 0
     points_written: int = 0
     points_unchanged: int = 0
     points_deleted: int = 0
@@ -74,6 +76,8 @@ class IndexReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "sessions_indexed": self.sessions_indexed, "sessions_unchanged": self.sessions_unchanged,
+            "sessions_forgotten": self.scan.sessions_forgotten if self.scan else 0,
+            "files_without_session": self.files_without_session,
             "points_written": self.points_written, "points_unchanged": self.points_unchanged,
             "points_deleted": self.points_deleted, "texts_embedded": self.texts_embedded,
             "points_dense_filled": self.points_dense_filled, "optimize_seconds": round(self.optimize_seconds, 3),
@@ -365,22 +369,25 @@ class Indexer:
         return None
 
     # ------------------------------------------------------------------ core
-    def _stale_sessions(self, session_ids: Iterable[str]) -> tuple[list[str], int]:
-        """Sessions whose rows changed since this user indexed them (or left dirty by a crash), in
-        the order given. A session whose points are written and wait only for dense vectors
+    def _stale_sessions(self, session_ids: Iterable[str]) -> tuple[list[str], int, int]:
+        """(sessions whose rows changed since this user indexed them (or left dirty by a crash), in
+        the order given; how many others are unchanged; how many of `session_ids` are files that
+        hold no session). A session whose points are written and wait only for dense vectors
         (`LEXICAL`) is not stale: the dense pass fills them in."""
         wanted = list(dict.fromkeys(session_ids))
         where = {sid: i for i, sid in enumerate(wanted)}
-        stale, fresh = [], 0
-        for sid, content_seq, indexed_seq, dirty in index_state.index_progress(self.catalog, self.user):
+        stale, fresh, unlisted = [], 0, 0
+        for sid, content_seq, indexed_seq, dirty, listed in index_state.index_progress(self.catalog, self.user):
             if sid not in where:
                 continue
+            if not listed:
+                unlisted += 1
             if indexed_seq is None or dirty not in (0, index_state.LEXICAL) or content_seq != indexed_seq:
-                stale.append(sid)
-            else:
+                stale.append(sid)  # one without a session too: its earlier points, if any, go
+            elif listed:
                 fresh += 1
         stale.sort(key=where.__getitem__)
-        return stale, fresh
+        return stale, fresh, unlisted
 
     def _scanner(self, privacy: Privacy) -> Scanner:
         from jacked.ingest.agents import source_roots
@@ -396,8 +403,9 @@ class Indexer:
         from jacked.index.extract import Extractor
 
         extractor = Extractor(self.catalog, self._count_tokens, self.dense.max_tokens, self.dense.count_tokens_batch)
-        stale, fresh = self._stale_sessions(session_ids)
+        stale, fresh, unlisted = self._stale_sessions(session_ids)
         report.sessions_unchanged += fresh
+        report.files_without_session += unlisted
         from jacked.index.store import SearchFilter
 
         # A user with no points at all needs no per-session look into the store (glance points do

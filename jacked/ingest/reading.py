@@ -52,6 +52,7 @@ class ScanReport:
     tool_results_missing: int = 0  # results referring to a tool-results/ file that is not there
     sessions_forgotten: int = 0  # passed over: forgotten earlier (`jacked forget`, `exclude`, `#nomem`)
     sessions_excluded: int = 0  # forgotten by this scan: caught by `exclude` or `#nomem` (jacked.ingest.privacy)
+    files_without_session: int = 0  # files that hold no session (empty, summaries only): in neither count above
     errors: list[str] = field(default_factory=list)
     changed_session_ids: list[str] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)  # every session seen, changed or not
@@ -68,6 +69,7 @@ class ScanReport:
             "lines_malformed": self.lines_malformed, "lines_unknown": self.lines_unknown,
             "lines_duplicate": self.lines_duplicate, "tool_results_missing": self.tool_results_missing,
             "sessions_forgotten": self.sessions_forgotten, "sessions_excluded": self.sessions_excluded,
+            "files_without_session": self.files_without_session,
             "files_opened": self.files_opened,
             "files_resumed": self.files_resumed, "bytes_read": self.bytes_read, "errors": self.errors,
             "seconds": round(self.seconds, 3), "history": self.history, "agents": self.agents,
@@ -317,6 +319,9 @@ class SessionReader:
         for st in states:
             st.state = None  # keep the in-memory index light
             self.known[st.path] = st
+        unlisted = scan_state.unlisted_count(self.catalog, [session.session_id for session, _, _ in entries])
+        report.sessions_scanned -= unlisted  # read, but they hold no session: counted apart
+        report.files_without_session += unlisted
         for session, skipped, _ in entries:
             report.sessions_scanned += 1
             report.changed_session_ids.append(session.session_id)
@@ -330,6 +335,9 @@ class SessionReader:
     def _count_unchanged(self, session_ids: list[str], report: ScanReport) -> None:
         """Add the cataloged turns and skipped lines of sessions that were not re-read."""
         turns, skipped, missing = scan_state.unchanged_totals(self.catalog, session_ids)
+        unlisted = scan_state.unlisted_count(self.catalog, session_ids)
+        report.sessions_unchanged -= unlisted  # changed_stats counted every unchanged file group
+        report.files_without_session += unlisted
         report.turns += turns
         report.lines_skipped += skipped
         report.tool_results_missing += missing
@@ -404,6 +412,6 @@ def _file_error(group: SessionFiles, e: OSError) -> str:
 def _merge(report: ScanReport, part: ScanReport) -> None:
     for name in ("sessions_scanned", "files_opened", "files_resumed", "bytes_read", "turns", "lines_read",
                  "lines_skipped", "lines_malformed", "lines_unknown", "lines_duplicate", "tool_results_missing",
-                 "sessions_forgotten", "sessions_excluded"):
+                 "sessions_forgotten", "sessions_excluded", "files_without_session"):
         setattr(report, name, getattr(report, name) + getattr(part, name))
     report.errors.extend(part.errors)

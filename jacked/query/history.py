@@ -5,13 +5,14 @@ These are the library functions behind `jacked sessions`, `turns`, `export` and 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from jacked.catalog import Catalog, timeline_queries
+from jacked.catalog import Catalog, forget_queries, timeline_queries
 from jacked.errors import JackedError
 from jacked.ingest.scan import Scanner, ScanReport
 from jacked.query.prices import PriceTable
@@ -56,9 +57,11 @@ def _head(text: str | None, limit: int) -> str | None:
     return text if text is None or len(text) <= limit else text[:limit].rstrip() + "…"
 
 
-def list_sessions(catalog: Catalog, repo: str | None = None, limit: int | None = None,
-                  offset: int = 0, prices: PriceTable | None = None) -> list[dict[str, Any]]:
-    return with_usage(catalog, [session_summary(r) for r in catalog.list_sessions(repo, limit, offset)], prices)
+def list_sessions(catalog: Catalog, repo: str | None = None, limit: int | None = None, offset: int = 0,
+                  prices: PriceTable | None = None, since: str | None = None,
+                  until: str | None = None) -> list[dict[str, Any]]:
+    return with_usage(catalog, [session_summary(r) for r in catalog.list_sessions(repo, limit, offset, since, until)],
+                      prices)
 
 
 def with_usage(catalog: Catalog, sessions: list[dict[str, Any]],
@@ -101,7 +104,23 @@ def resolve_session(catalog: Catalog, ref: str, claude_dir: Path | None = None) 
     if len(matches) > 1:
         shown = ", ".join(m[:12] for m in matches[:5])
         raise SessionNotFound(f"'{ref}' matches {len(matches)} sessions ({shown}…): give more of the id")
+    _raise_if_forgotten(catalog, path.stem if path.suffix == ".jsonl" else ref)
     raise SessionNotFound(f"no session '{ref}' in the catalog: run `jacked scan` first, or check `jacked sessions`")
+
+
+def _raise_if_forgotten(catalog: Catalog, ref: str) -> None:
+    """A reference to a forgotten session says so: a scan will not bring it back."""
+    gone = forget_queries.forgotten_matching(catalog, ref)
+    if len(gone) != 1:
+        return
+    when = time.strftime("%Y-%m-%d", time.localtime(gone[0]["forgotten_at"] or 0))
+    why = FORGET_REASONS.get(gone[0]["reason"], gone[0]["reason"])
+    raise SessionNotFound(f"session {gone[0]['session_id']} was forgotten on {when} ({why}): jacked keeps nothing of "
+                          "it and will not read it again (`jacked forget --list`)")
+
+
+# Why a tombstone was written (jacked.index.forget, jacked.ingest.privacy), in a user's words.
+FORGET_REASONS = {"forget": "jacked forget", "excluded": "the exclude setting", "nomem": "#nomem in the session"}
 
 
 def turns_json(catalog: Catalog, session_id: str, prices: PriceTable | None = None) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from jacked.query.prices import PriceTable
 from jacked.query.staleness import Staleness, assess, touched_files
 from jacked.query.usage import session_usage
 from jacked.util.time import now_utc, relative_age
+from jacked.util.text import counted
 from jacked.util.tokens import count_tokens
 
 __all__ = ["MODES", "RetrieveError", "Item", "RetrieveResult", "build_items", "retrieve"]
@@ -321,7 +322,7 @@ def _block_header(mode: str, budget: int, used: int, omitted: list[Item], droppe
         kinds: dict[str, int] = {}
         for it in omitted:
             kinds[it.content_type] = kinds.get(it.content_type, 0) + 1
-        lines.append(f"Left out to fit the budget: {len(omitted)} units ({_fmt(sum(i.tokens for i in omitted))} "
+        lines.append(f"Left out to fit the budget: {counted(len(omitted), 'unit')} ({_fmt(sum(i.tokens for i in omitted))} "
                      f"tokens: " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) + ")")
     if dropped:
         lines.append("Sessions left out entirely (nothing fit): " + ", ".join(d[:8] for d in dropped))

@@ -20,6 +20,7 @@ def status(settings: Settings) -> dict[str, Any]:
     from jacked.catalog import index_state
     from jacked.index.indexer import Indexer, backfill_state, configured_store, store_exists
 
+    settings.make_home()
     catalog = Catalog(settings.catalog_path)
     indexer = Indexer(settings, catalog)
     backend = getattr(settings, "backend", "edge") or "edge"

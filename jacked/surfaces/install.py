@@ -30,11 +30,13 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
+from glob import escape as glob_escape
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -78,9 +80,14 @@ class InstallReport:
     unchanged: list[str] = field(default_factory=list)
     backups: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # uninstall: what happened to each changed file: "restored" (its bytes from before install put
+    # back), "removed" (install made it), "edited" (jacked's entries taken out, the rest kept)
+    actions: dict[str, str] = field(default_factory=dict)
+    backups_removed: list[str] = field(default_factory=list)  # install's backups identical to a restored file
 
     def to_json(self) -> dict[str, Any]:
-        return {"changed": self.changed, "unchanged": self.unchanged, "backups": self.backups, "notes": self.notes}
+        return {"changed": self.changed, "unchanged": self.unchanged, "backups": self.backups, "notes": self.notes,
+                "actions": self.actions, "backups_removed": self.backups_removed}
 
 
 # --------------------------------------------------------------------------- paths and commands
@@ -154,6 +161,8 @@ class _Ctx:
             self.state = {}
         self.state.setdefault("version", 1)
         self.state.setdefault("files", {})
+        # uninstall: how jacked's entries are taken out of each JSON file (to judge its backups)
+        self.removers: dict[str, Callable[[dict[str, Any]], bool]] = {}
 
     def backup(self, path: Path) -> None:
         """A timestamped copy of `path` (if it exists) before it is written."""
@@ -252,6 +261,7 @@ def _unedit_json(ctx: _Ctx, path: Path, key: str, remove: Callable[[dict[str, An
     changed. Read and checked now, written by the returned step."""
     raw = _read(path)
     entry = ctx.state["files"].get(key)
+    ctx.removers[str(path)] = remove
 
     def forget() -> None:
         ctx.state["files"].pop(key, None)
@@ -260,14 +270,16 @@ def _unedit_json(ctx: _Ctx, path: Path, key: str, remove: Callable[[dict[str, An
         return forget
     if entry and _sha(raw) == entry.get("post_sha256"):
         def put_back() -> None:
+            # No backup: the file is exactly what install wrote, which install's own backup and
+            # the bytes put back now hold.
             forget()
-            ctx.backup(path)
             pre = entry.get("pre_b64")
             if pre is None:
                 path.unlink()
             else:
                 _write_atomic(path, base64.b64decode(pre))
             ctx.report.changed.append(str(path))
+            ctx.report.actions[str(path)] = "removed" if pre is None else "restored"
         return put_back
     data = _load_json(path, raw)
     if not remove(data):
@@ -278,10 +290,51 @@ def _unedit_json(ctx: _Ctx, path: Path, key: str, remove: Callable[[dict[str, An
 
     def write() -> None:
         forget()
-        ctx.backup(path)
+        ctx.backup(path)  # kept: the file holds the user's changes since install
         _write_atomic(path, _dump(data))
         ctx.report.changed.append(str(path))
+        ctx.report.actions[str(path)] = "edited"
     return write
+
+
+def _drop_spent_backups(ctx: _Ctx) -> None:
+    """Delete install's backups that hold nothing the user lacks now that uninstall restored their
+    file: a copy byte for byte of it, or (a JSON file) the same settings once jacked's own entries
+    are taken out. Any other backup stays; the folder goes once it is empty."""
+    folder = ctx.claude_dir / BACKUP_DIR
+    restored = [Path(p) for p, action in ctx.report.actions.items() if action == "restored"]
+    if not restored or not folder.is_dir():
+        return
+    for path in restored:
+        current = _read(path)
+        remove = ctx.removers.get(str(path))
+        for backup in sorted(folder.glob(f"{glob_escape(path.name)}.*")):
+            if not _BACKUP_STAMP.fullmatch(backup.name[len(path.name) + 1:]):
+                continue
+            held = _read(backup)
+            if held == current or (remove is not None and _same_without_jacked(held, current, remove)):
+                backup.unlink()
+                ctx.report.backups_removed.append(str(backup))
+    try:
+        folder.rmdir()  # only when empty
+    except OSError:
+        pass
+
+
+def _same_without_jacked(backup: bytes | None, current: bytes | None,
+                         remove: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether a JSON backup, less jacked's entries, holds the same settings as `current`."""
+    try:
+        held, now = json.loads(backup or b""), json.loads(current or b"")
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(held, dict) or not isinstance(now, dict):
+        return False
+    remove(held)
+    return held == now
+
+
+_BACKUP_STAMP = re.compile(r"\d{8}-\d{6}-\d{6}")  # _Ctx.stamp
 
 
 # --------------------------------------------------------------------------- hooks
@@ -431,6 +484,7 @@ def uninstall(claude_dir: Path, mcp_path: Path | None = None) -> InstallReport:
              _unedit_json(ctx, mcp_file, "mcp", _remove_mcp)]  # both checked before anything is removed
     _uninstall_skill(ctx)
     _run(steps)
+    _drop_spent_backups(ctx)
     ctx.save_state()
     return report
 
@@ -462,10 +516,12 @@ def _uninstall_skill(ctx: _Ctx) -> None:
     if not ours:
         ctx.report.notes.append(f"{dest} was changed since install: left in place")
         return
-    ctx.backup(dest)
+    # no backup: the file is jacked's own skill
     if info and info.get("pre_b64"):
         _write_atomic(dest, base64.b64decode(info["pre_b64"]))  # someone else's skill was there before
+        ctx.report.actions[str(dest)] = "restored"
     else:
+        ctx.report.actions[str(dest)] = "removed"
         dest.unlink()
         for d in (info or {}).get("created_dirs", [str(dest.parent)])[::-1]:
             try:

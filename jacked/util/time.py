@@ -88,6 +88,17 @@ def iso_utc(value: str | None, now: datetime | None = None, option: str = "--sin
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
+def time_bound(value: str, option: str, end_of_day: bool = False) -> str:
+    """A `--since` / `--until` value (`7d`, `2w`, a date, a date-time) as the catalog's `...Z` ISO
+    form, so string comparison is time comparison; `end_of_day`: a bare date includes that whole day
+    (`--until 2026-01-31` keeps the sessions of the 31st)."""
+    v = value.strip()
+    dt = parse_since(v, option=option)
+    if end_of_day and len(v) == 10:
+        dt = dt.replace(hour=23, minute=59, second=59, microsecond=999000)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
 def epoch(ts: str | None) -> float | None:
     """Epoch seconds of an ISO timestamp (None when it does not parse)."""
     dt = parse_ts(ts)

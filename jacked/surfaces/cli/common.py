@@ -16,6 +16,7 @@ from jacked.errors import JackedError
 
 if TYPE_CHECKING:  # the service and the settings are imported by the commands that need them, not at start-up
     from jacked.config import Settings
+    from rich.console import Console
     from jacked.service import Jacked
 
 
@@ -56,6 +57,14 @@ def print_json_list(items: Iterable[Any]) -> None:
 
 def print_jsonl(obj: Any) -> None:
     sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+
+
+def stdout_console() -> Console:
+    """A rich console on stdout. On a terminal it wraps to the terminal's width; piped to a file or
+    `less` it leaves lines whole (rich would hard-wrap them at 80 columns, splitting paths)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=not sys.stdout.isatty())
 
 
 def warn(message: str) -> None:

@@ -5,7 +5,9 @@ from typing import Any, Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, progress_bar, require_projects, service, warn
+from jacked.surfaces.cli.common import (CliError, print_json, print_jsonl, progress_bar, require_projects, service,
+                                       stdout_console, warn)
+from jacked.util.text import counted, noun
 
 
 def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan report as JSON.")) -> None:
@@ -17,12 +19,16 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
     if json_out:
         print_json(report.to_json())
         return
-    typer.echo(f"{report.sessions} sessions ({report.sessions_scanned} read, {report.sessions_unchanged} unchanged), "
-               f"{report.turns} turns, {report.lines_read} lines read, {report.lines_skipped} skipped, "
+    typer.echo(f"{counted(report.sessions, 'session')} ({report.sessions_scanned} read, {report.sessions_unchanged} "
+               f"unchanged), {counted(report.turns, 'turn')}, {counted(report.lines_read, 'line')} read, "
+               f"{report.lines_skipped} skipped, "
                f"{report.bytes_read / 1e6:.1f} MB in {report.seconds:.2f}s")
     if report.tool_results_missing:
         warn(f"jacked: {report.tool_results_missing} tool result(s) refer to a tool-results/ file that is gone "
              "(their preview is kept)")
+    if report.files_without_session:
+        typer.echo(f"  {counted(report.files_without_session, 'file')} holding no session passed over "
+                   f"({NOT_SESSIONS})")
     if report.sessions_excluded or report.sessions_forgotten:
         typer.echo(f"  {report.sessions_excluded} kept out now (exclude, #nomem), {report.sessions_forgotten} "
                    "forgotten earlier and passed over (`jacked forget --list`)")
@@ -31,22 +37,27 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
         typer.echo(f"  of them {h['sessions']} prompt-only (transcript deleted; prompts from history.jsonl): "
                    f"{h['sessions_built']} built now, {h['lines_read']} history lines read, "
                    f"{h['lines_malformed'] + h['lines_without_session']} skipped")
-    for err in report.errors:
+    for err in jk.unsaid(report.errors):
         warn(f"skipped: {err}")
 
 
 def sessions_cmd(
     repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w, 3m, 1y or a date."),
+    until: Optional[str] = typer.Option(None, "--until", help="Only sessions started by: 7d, 2w, 3m, 1y or a date "
+                                        "(that whole day)."),
     limit: int = typer.Option(20, "-n", "--limit", min=1, help="How many sessions, newest first."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List sessions, newest first."""
-    rows = service().sessions(repo, limit)
+    rows = service().sessions(repo, limit, since=since, until=until)
     if json_out:
         print_json(rows)
         return
     if not rows:
-        typer.echo("no sessions found" + (f" for repo {repo}" if repo else ""))
+        bounds = [f"for repo {repo}" if repo else "", f"since {since}" if since else "",
+                  f"until {until}" if until else ""]
+        typer.echo(" ".join(["no sessions found", *(b for b in bounds if b)]))
         return
     for r in rows:
         label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
@@ -54,9 +65,12 @@ def sessions_cmd(
         cost = r.get("cost_usd")
         usd = ("?" if r.get("api_calls") else "-") if cost is None else f"${cost:,.2f}"
         typer.echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {r.get('agent') or 'claude':8} "
-                   f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} turns {usd:>8}  "
+                   f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} {noun(r['turn_count'] or 0, 'turn'):5} {usd:>8}  "
                    f"{mark + ' ' if mark else ''}{label[:70]}")
 
+
+# What the files that hold no session are (a scan reads them, nothing lists them).
+NOT_SESSIONS = "empty, summaries only, or a subagent's whose session is gone"
 
 # How a session whose transcript is gone is marked in text output (`sessions`, `search`).
 SOURCE_MARKS = {"archive": "[archived]", "history": "[prompts only]"}
@@ -93,13 +107,11 @@ def show_cmd(
     turn: Optional[int] = typer.Option(None, "--turn", help="Only this turn."),
 ) -> None:
     """A readable view of a session: prompts, tool calls by sequence, parallel batches, errors."""
-    from rich.console import Console
-
     row, data = service().session_view(session)
     turns = [t for t in data["turns"] if turn is None or t["index"] == turn]
     if turn is not None and not turns:
-        raise CliError(f"session {data['session_id'][:8]} has no turn {turn} (it has {len(data['turns'])} turns)")
-    console = Console(highlight=False, soft_wrap=False)
+        raise CliError(f"session {data['session_id'][:8]} has no turn {turn} (it has {counted(len(data['turns']), 'turn')})")
+    console = stdout_console()
     console.print(render_header(row, data))
     subs = {a["tool_use_id"]: a for a in data["subagents"] if a["tool_use_id"]}
     before: dict[str, Any] | None = None
@@ -114,7 +126,7 @@ def _one_line(text: Optional[str]) -> str:
 
 def _metrics_line(t: dict[str, Any]) -> str:
     m = t["metrics"]
-    parts = [f"{m.get('tool_call_count', 0)} calls", f"{m.get('tool_error_count', 0)} errors"]
+    parts = [counted(m.get("tool_call_count", 0), "call"), counted(m.get("tool_error_count", 0), "error")]
     if m.get("files_read"):
         parts.append(f"{len(m['files_read'])} read")
     if m.get("files_written"):
@@ -147,7 +159,7 @@ def render_header(row: dict[str, Any], data: dict[str, Any]) -> str:
              f"[dim]{row.get('session_id')} · {label_of(row.get('agent'))} · {row.get('repo_name') or '-'} "
              f"({row.get('cwd') or '?'}) · "
              f"branch {row.get('git_branch') or '-'} · {row.get('started_at') or '?'} → {row.get('ended_at') or '?'} · "
-             f"v{row.get('version_first') or '?'} · {row.get('turn_count')} turns[/dim]"]
+             f"v{row.get('version_first') or '?'} · {counted(row.get('turn_count') or 0, 'turn')}[/dim]"]
     note = SOURCE_NOTES.get(row.get("source") or "")
     if note:
         lines.append(f"[yellow]{escape(note)}[/yellow]")
@@ -199,7 +211,7 @@ def render_turn(t: dict[str, Any], subs: dict[str, dict[str, Any]], before: dict
             sub = subs.get(inv["tool_use_id"])
             if sub:
                 line += (f"\n        [magenta]subagent {sub.get('agent_type') or ''} {sub.get('agent_id') or ''}: "
-                         f"{sub.get('tool_call_count')} calls[/magenta]")
+                         f"{counted(sub.get('tool_call_count') or 0, 'call')}[/magenta]")
             out.append(line)
     for d in t.get("decisions") or []:
         out.append(f"  [magenta]◆ decided:[/magenta] {escape(_one_line(d.get('text'))[:240])}")

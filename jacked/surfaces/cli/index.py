@@ -7,6 +7,8 @@ from typing import Optional
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, progress_bar, require_projects, service, settings, warn
+from jacked.surfaces.cli.history import NOT_SESSIONS
+from jacked.util.text import counted
 
 
 def backfill_cmd(
@@ -22,11 +24,18 @@ def backfill_cmd(
     if json_out:
         print_json(report.to_json())
         return
-    typer.echo(f"{report.sessions_indexed} sessions indexed, {report.sessions_unchanged} unchanged; "
-               f"{report.points_written} points written, {report.points_unchanged} unchanged, "
-               f"{report.points_deleted} deleted; {report.texts_embedded} texts embedded; "
-               f"{report.lines_skipped} lines skipped; {report.seconds:.1f}s")
-    for e in report.errors:
+    typer.echo(f"{counted(report.sessions_indexed, 'session')} indexed, {report.sessions_unchanged} unchanged; "
+               f"{counted(report.points_written, 'point')} written, {report.points_unchanged} unchanged, "
+               f"{report.points_deleted} deleted; {counted(report.texts_embedded, 'text')} embedded; "
+               f"{counted(report.lines_skipped, 'line')} skipped; {report.seconds:.1f}s")
+    passed = report.to_json()
+    skipped = [f"{passed['sessions_forgotten']} forgotten (`jacked forget --list`)" if passed["sessions_forgotten"] else "",
+               f"{counted(report.files_without_session, 'file')} holding no session ({NOT_SESSIONS})"
+               if report.files_without_session else "",
+               f"{counted(len(report.errors), 'file')} not readable" if report.errors else ""]
+    if any(skipped):
+        typer.echo("  passed over: " + ", ".join(s for s in skipped if s))
+    for e in jk.unsaid(report.errors):
         warn(f"skipped: {e}")
 
 
@@ -44,8 +53,8 @@ def index_cmd(
     if json_out:
         print_json(report.to_json())
     else:
-        typer.echo(f"{report.sessions_indexed} sessions indexed; {report.points_written} points written, "
-                   f"{report.points_deleted} deleted; {report.texts_embedded} texts embedded")
+        typer.echo(f"{counted(report.sessions_indexed, 'session')} indexed; {counted(report.points_written, 'point')} "
+                   f"written, {report.points_deleted} deleted; {counted(report.texts_embedded, 'text')} embedded")
 
 
 def cleardb_cmd(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:

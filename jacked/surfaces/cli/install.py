@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, settings, warn
+from jacked.util.text import counted
 
 
 def _print(report, json_out: bool, verb: str) -> None:  # type: ignore[no-untyped-def]
@@ -14,15 +15,25 @@ def _print(report, json_out: bool, verb: str) -> None:  # type: ignore[no-untype
         print_json(report.to_json())
         return
     for p in report.changed:
-        typer.echo(f"{verb}: {p}")
+        action = report.actions.get(p)
+        typer.echo(f"{action or verb}: {p}{ACTION_NOTES.get(action or '', '')}")
     for p in report.unchanged:
         typer.echo(f"already up to date: {p}")
     for b in report.backups:
         typer.echo(f"backup: {b}")
+    if report.backups_removed:
+        typer.echo(f"deleted {counted(len(report.backups_removed), 'backup')} jacked made, no longer needed "
+                   "(they hold nothing the restored files lack)")
     for n in report.notes:
         typer.echo(n)
     if not (report.changed or report.unchanged):
         typer.echo("nothing to do")
+
+
+# What uninstall did to a file, said so that a restored settings file does not read as deleted.
+ACTION_NOTES = {"restored": " (put back as it was before `jacked install`)",
+                "removed": " (`jacked install` had created it)",
+                "edited": " (jacked's entries taken out; your changes since install kept)"}
 
 
 def install_cmd(

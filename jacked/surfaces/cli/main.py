@@ -15,8 +15,10 @@ import typer
 
 try:  # typer >= 0.25 vendors its own click
     from typer._click import exceptions as click_exc
+    from typer._click.utils import PacifyFlushWrapper
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exc  # type: ignore[no-redef]
+    from click.utils import PacifyFlushWrapper  # type: ignore[no-redef]
 
 from jacked.surfaces.cli import history as history_cli
 from jacked.surfaces.cli import index as index_cli
@@ -36,6 +38,22 @@ from jacked.surfaces.cli import daemon_cmd as daemon_cli
 from jacked.surfaces.cli import usage as usage_cli
 from jacked.errors import JackedError
 from jacked.surfaces.cli.common import STATE, CliError
+
+
+def _hide_flag_types() -> None:
+    """`--help` shows no `<bool>` beside a flag: a flag takes no value, and typer's rich help would
+    print its type as if it did."""
+    from typer.core import TyperOption
+
+    type_of = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else type_of(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_hide_flag_types()
 
 app = typer.Typer(
     name="jacked",
@@ -94,11 +112,19 @@ def run() -> None:
     """Console entry point."""
     if os.environ.get("NO_COLOR"):
         os.environ.setdefault("TERM", "dumb")
+    stdout_was = _file_id(1)
     try:
         rv = app(standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except typer.Exit as e:
         code = e.exit_code
+    except SystemExit:
+        # typer (wrapping the streams) and rich (pointing stdout at /dev/null) turn a closed stdout
+        # (`jacked export | head -1`) into exit 1; like other Unix tools, a reader that left early
+        # is not a failure
+        if not (isinstance(sys.stdout, PacifyFlushWrapper) or _now_devnull(stdout_was)):
+            raise
+        code = 0
     except typer.Abort:
         typer.echo("jacked: aborted", err=True)
         code = 1
@@ -116,6 +142,24 @@ def run() -> None:
         typer.echo(f"jacked: {msg}", err=True)
         code = 1
     sys.exit(code)
+
+
+def _file_id(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _now_devnull(stdout_was: tuple[int, int] | None) -> bool:
+    """Whether stdout was turned to /dev/null while the command ran (rich's closed-pipe handler)."""
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    now = _file_id(1)
+    return now is not None and now != stdout_was and now == (null.st_dev, null.st_ino)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from typing import Any, Optional
 import typer
 
 from jacked.surfaces.cli.common import print_json, service
+from jacked.util.text import counted
 
 
 def stats_cmd(
@@ -32,7 +33,7 @@ def stats_cmd(
 
 def render(d: dict[str, Any]) -> str:
     """The stats as a few readable blocks."""
-    out = [f"{d['sessions']} sessions, {d['turns']} turns, {d['tool_calls']} tool calls "
+    out = [f"{counted(d['sessions'], 'session')}, {counted(d['turns'], 'turn')}, {counted(d['tool_calls'], 'tool call')} "
            f"({d['tool_error_count']} failed)",
            f"tokens {d['tokens']['input']:,} in, {d['tokens']['cache_creation']:,} cache writes, "
            f"{d['tokens']['cache_read']:,} cache reads, {d['tokens']['output']:,} out; cost "

@@ -374,12 +374,24 @@ function callTarget(inv) {
   return oneLine(inv.input, 120);
 }
 
+/* A file path as two spans: the folders, cut with an ellipsis when the box is narrow, and the
+ * parent folder with the file name, always shown — in a batch of parallel Reads every path would
+ * otherwise read as the same "/home/…". */
+function pathTarget(path) {
+  const cut = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
+  const parent = cut > 0 ? Math.max(path.lastIndexOf("/", cut - 1), path.lastIndexOf("\\", cut - 1)) : -1;
+  const at = parent >= 0 ? parent + 1 : cut + 1;
+  return h("span", { class: "target path", title: path },
+    h("span", { class: "head", text: path.slice(0, at) }), h("span", { class: "tail", text: path.slice(at) }));
+}
+
 function callBox(inv, ctx) {
   const target = callTarget(inv);
   const err = ctx.errByCall[inv.tool_use_id];
   const summary = h("summary", {}, h("span", { class: "tool", text: inv.tool_name }),
     inv.is_error ? h("span", { class: "x", title: "error", text: "✗" }) : null,
-    h("span", { class: "target", title: target || "", text: target || "" }),
+    inv.file_path && !inv.command ? pathTarget(inv.file_path)
+      : h("span", { class: "target", title: target || "", text: target || "" }),
     h("span", { class: "dur", text: dur(inv.duration_ms) }));
   const det = h("details", {}, summary);
   if (inv.input) det.append(h("div", { class: "small muted", text: "input" }), h("pre", { text: inv.input }));
