@@ -48,7 +48,7 @@ RPC_METHODS = frozenset({
     "scan", "backfill", "index", "forget", "forgotten", "cleardb", "status", "archive", "summary_status",
     "summarize", "search", "search_many", "retrieve", "recall", "restore", "sessions", "session_count", "turns",
     "session_view", "export", "export_iter", "timeline", "file_history", "stats", "summaries", "fresh",
-    "scannable", "session_id", "usage", "prices",
+    "scannable", "session_id", "usage", "prices", "unsaid",
 })
 STREAMS = frozenset({"export_iter", "timeline"})
 #: Answers that are not the caller's to see (the catalog object `fresh` returns): sent as nothing.
