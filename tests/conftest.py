@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,40 @@ if not DAEMON_MODE:
 else:
     os.environ.pop("JACKED_DAEMON", None)
     os.environ.setdefault("JACKED_DAEMON_IDLE_MINUTES", "0.5")  # no daemon outlives its test for long
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_daemon_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every jacked daemon a test started (its home in this run's temp folder) is stopped at the end,
+    whatever the test did: a daemon otherwise waits out `daemon_idle_minutes`."""
+    yield
+    import signal
+    import time
+
+    base = str(tmp_path_factory.getbasetemp())
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "jacked.surfaces.daemon" in cmd and any(a.startswith(base) for a in cmd):
+            pids.append(int(proc.name))
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
+        time.sleep(0.1)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
 
 # --- embeddings and stores (jacked.index.embed, jacked.index.store) ---------------------------------
 

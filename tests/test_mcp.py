@@ -47,6 +47,7 @@ async def _session(claude: Path, home: Path) -> dict[str, Any]:
     exe = Path(sys.executable).parent / "jacked"
     params = StdioServerParameters(command=str(exe), args=["mcp"], env={
         "CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(home), "JACKED_USER_NAME": "ada",
+        "JACKED_DAEMON": os.environ.get("JACKED_DAEMON", ""),
         "PATH": os.environ.get("PATH", "")})
     calls = {
         "search": {"query": "add tar archive support to the manifest", "scope": "turns", "limit": 3},

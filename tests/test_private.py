@@ -19,7 +19,7 @@ def test_jacked_home_is_owner_only_under_umask_022(tmp_path: Path) -> None:
     shutil.copytree(REAL / "projects" / project, claude / "projects" / project)
     home = tmp_path / "home"
     env = {"CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(home), "JACKED_USER_NAME": "ada",
-           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "JACKED_DAEMON": os.environ.get("JACKED_DAEMON", "")}
     code = "import os, sys; os.umask(0o022); sys.argv = ['jacked', 'scan']; from jacked.surfaces.cli.entry import run; run()"
     run = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
@@ -42,7 +42,8 @@ def test_the_issue_find_finds_nothing_after_backfill_search_and_hook(tmp_path: P
     shutil.copytree(REAL / "projects" / project, claude / "projects" / project)
     home = tmp_path / "home"
     env = {"CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(home), "JACKED_USER_NAME": "ada",
-           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "JACKED_HOOK_SYNC": "1"}
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "JACKED_HOOK_SYNC": "1",
+           "JACKED_DAEMON": os.environ.get("JACKED_DAEMON", "")}
 
     def jacked(*args: str, stdin: str = "") -> None:
         code = (f"import os, sys; os.umask(0o022); sys.argv = ['jacked', *{list(args)!r}]; "
