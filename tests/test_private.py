@@ -1,6 +1,7 @@
 """What jacked keeps is private: files under JACKED_HOME are owner-only, whatever the umask."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
