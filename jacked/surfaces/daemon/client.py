@@ -17,7 +17,7 @@ from typing import Any
 
 from jacked.errors import JackedError
 from jacked.surfaces.daemon.protocol import (
-    PROTOCOL_VERSION, DaemonPaths, Where, build_id, decode, encode, short_address, too_long,
+    PROTOCOL_VERSION, DaemonPaths, Where, build_id, decode, encode, socket_address,
 )
 
 #: How long a client waits for a daemon it started to answer (it imports the web stack first).
@@ -76,14 +76,8 @@ def open_socket(paths: DaemonPaths, timeout: float | None) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        if too_long(paths.socket):
-            folder = os.open(paths.dir, os.O_RDONLY)
-            try:
-                sock.connect(short_address(folder, paths.socket.name))
-            finally:
-                os.close(folder)
-        else:
-            sock.connect(str(paths.socket))
+        with socket_address(paths) as address:
+            sock.connect(address)
     except BaseException:
         sock.close()
         raise

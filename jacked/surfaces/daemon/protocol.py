@@ -8,11 +8,13 @@ in-process call returns and formats them the same way.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
 import importlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +70,19 @@ class DaemonPaths:
         return self.dir / "queue"
 
 
-def short_address(folder_fd: int, name: str) -> str:
-    """A socket path that fits `sun_path` for a file in the folder open as `folder_fd` (the real
-    path of a socket in a deep JACKED_HOME can be longer than a socket address may be)."""
-    return f"/proc/self/fd/{folder_fd}/{name}"
-
-
-def too_long(path: Path) -> bool:
-    return len(str(path).encode()) > _SUN_PATH_MAX
+@contextlib.contextmanager
+def socket_address(paths: DaemonPaths) -> Iterator[str]:
+    """The path to bind or connect the daemon's socket by: its own, or, when that is longer than a
+    socket address may be (a deep JACKED_HOME), the same file through its folder open in
+    `/proc/self/fd` for as long as the block runs."""
+    if len(str(paths.socket).encode()) <= _SUN_PATH_MAX:
+        yield str(paths.socket)
+        return
+    folder = os.open(paths.dir, os.O_RDONLY)
+    try:
+        yield f"/proc/self/fd/{folder}/{paths.socket.name}"
+    finally:
+        os.close(folder)
 
 
 def build_id() -> str:

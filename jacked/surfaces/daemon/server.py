@@ -36,7 +36,7 @@ import orjson
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.surfaces.daemon.protocol import (
-    PROTOCOL_VERSION, DaemonPaths, build_id, decode, encode, locate, short_address, too_long,
+    PROTOCOL_VERSION, DaemonPaths, build_id, decode, encode, locate, socket_address,
 )
 from jacked.util.flock import FileLock
 
@@ -519,14 +519,8 @@ def _bind(paths: DaemonPaths) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
     try:
-        if too_long(paths.socket):
-            folder = os.open(paths.dir, os.O_RDONLY)
-            try:
-                sock.bind(short_address(folder, paths.socket.name))
-            finally:
-                os.close(folder)
-        else:
-            sock.bind(str(paths.socket))
+        with socket_address(paths) as address:
+            sock.bind(address)
     except BaseException:
         sock.close()
         raise
