@@ -30,8 +30,8 @@ def worktree(rev: str, parent: Path) -> Path:
 
 
 def _legacy_shared(folder: Path) -> None:
-    """Revisions from before the fixtures and the corpus generator moved into the repo read them from
-    `../shared`: that folder, beside their worktrees, links to this checkout's copies."""
+    """Revisions from before the fixtures and the corpus generator moved into the repo read them from a
+    folder `shared` beside the checkout: beside their worktrees, it links to this checkout's copies."""
     if folder.exists():
         return
     (folder / "fixtures").mkdir(parents=True)
