@@ -3,7 +3,7 @@ and finds each agent's sessions.
 
     python scripts/agents_eval.py --out /tmp/mixed [--sessions 120] [--seed 7] [--json]
 
-Build: `../shared/tools/gen_corpus.py` writes a Claude directory with its truth; then four of
+Build: `scripts/gen_corpus.py` writes a Claude directory with its truth; then four of
 every five sessions are rewritten, one agent each, in that agent's own format by the writers of
 `tests/agents/write_<agent>.py`, from a neutral spec read straight from the generated JSONL (no
 jacked code): prompts, assistant texts, tool calls (read, write, edit, shell, search) with their
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+GEN_CORPUS = REPO / "scripts" / "gen_corpus.py"
 AGENTS = ("codex", "gemini", "opencode", "aider")
 KINDS = {"Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "Bash": "shell", "Grep": "search",
          "Glob": "search"}
@@ -165,7 +165,7 @@ def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     if out.exists():
         shutil.rmtree(out)
     claude = out / "claude"
-    subprocess.run([sys.executable, str(SHARED / "tools" / "gen_corpus.py"), "--out", str(claude), "--sessions",
+    subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(claude), "--sessions",
                     str(sessions), "--seed", str(seed), "--no-edge-cases"], check=True, capture_output=True)
     truth = json.loads((claude / "truth.json").read_text())
     env = agent_env(out)

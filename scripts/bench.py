@@ -3,7 +3,7 @@
 
     python scripts/bench.py [--only scan,...] [--claude-dir DIR] [--repeat N]
 
-scan      cold scan throughput (MB/s) of the shared fixtures ÷ a bare loop that only JSON-decodes
+scan      cold scan throughput (MB/s) of the real fixtures ÷ a bare loop that only JSON-decodes
           every line of the same files (goal: at most 3× slower); re-scan with nothing changed ÷
           cold scan (goal: at most 0.05).
 backfill  on a generated corpus: cold backfill ÷ the bare model embedding the same texts (goal
@@ -49,7 +49,8 @@ import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DEFAULT_CLAUDE = ROOT.parent / "shared" / "fixtures" / "claude-code" / "real"
+DEFAULT_CLAUDE = ROOT / "tests" / "fixtures" / "claude-code" / "real"
+GEN_CORPUS = ROOT / "scripts" / "gen_corpus.py"
 
 
 def best_of(n: int, fn: Callable[[], object]) -> float:
@@ -140,8 +141,7 @@ def generate(sessions: int, seed: int = 1) -> Path:
 
     out = Path(tempfile.gettempdir()) / f"jacked-bench-corpus-{sessions}-{seed}"
     if not (out / "truth.json").exists():
-        gen = ROOT.parent / "shared" / "tools" / "gen_corpus.py"
-        subprocess.run([sys.executable, str(gen), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed)],
+        subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed)],
                        check=True, capture_output=True)
     return out
 
@@ -477,8 +477,7 @@ def scale_corpus(sessions: int, seed: int = 1) -> tuple[Path, dict[str, str]]:
     if marker.exists():
         return out, json.loads(marker.read_text())
     if not (out / "truth.json").exists():
-        gen = ROOT.parent / "shared" / "tools" / "gen_corpus.py"
-        subprocess.run([sys.executable, str(gen), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed),
+        subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed),
                         "--bank", "public"], check=True, capture_output=True, cwd=_CWD)
     truth = json.loads((out / "truth.json").read_text())
 

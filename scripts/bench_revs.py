@@ -25,9 +25,19 @@ def worktree(rev: str, parent: Path) -> Path:
     path = parent / f"jacked-{sha}"
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), sha], check=True,
                    capture_output=True)
-    # ../shared is where the fixtures and the corpus generator live, beside the repo
-    (parent / "shared").symlink_to(REPO.parent / "shared") if not (parent / "shared").exists() else None
+    _legacy_shared(parent / "shared")
     return path
+
+
+def _legacy_shared(folder: Path) -> None:
+    """Revisions from before the fixtures and the corpus generator moved into the repo read them from a
+    folder `shared` beside the checkout: beside their worktrees, it links to this checkout's copies."""
+    if folder.exists():
+        return
+    (folder / "fixtures").mkdir(parents=True)
+    (folder / "tools").mkdir()
+    (folder / "fixtures" / "claude-code").symlink_to(REPO / "tests" / "fixtures" / "claude-code")
+    (folder / "tools" / "gen_corpus.py").symlink_to(REPO / "scripts" / "gen_corpus.py")
 
 
 def run(tree: Path, only: str) -> str:

@@ -11,7 +11,7 @@ recall of:
 - each cue group alone (true / false positives), which decides `DROPPED_CUES`;
 - the rule as jacked runs it: the `correction` feedback events the scan emitted (kept groups only).
 
-With `--bank DIR` (repeatable; corpora of shared/tools/gen_corpus.py, whose prompts correct
+With `--bank DIR` (repeatable; corpora of scripts/gen_corpus.py, whose prompts correct
 nothing) every firing there is a false positive: per cue group, and of the events emitted.
 Precision is shown with its 95% Wilson lower bound: the labelled positives are few.
 """
@@ -32,7 +32,7 @@ from jacked.catalog import Catalog  # noqa: E402
 from jacked.ingest.scan import Scanner  # noqa: E402
 from jacked.sources.decisions import CUE_GROUPS, DROPPED_CUES, correction_cues  # noqa: E402
 
-REAL = ROOT.parent / "shared" / "fixtures" / "claude-code" / "real"
+REAL = ROOT / "tests" / "fixtures" / "claude-code" / "real"
 LABELS = ROOT / "tests" / "fixtures" / "corrections_labels.jsonl"
 
 

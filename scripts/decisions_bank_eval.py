@@ -2,7 +2,7 @@
 
     python scripts/decisions_bank_eval.py [--sessions 60] [--seed 1] [--out DIR]
 
-Runs shared/tools/gen_corpus.py in this process with its session builder watched, so what it
+Runs scripts/gen_corpus.py in this process with its session builder watched, so what it
 plants is known exactly: plan approvals (an ExitPlanMode call it approves), tool rejections (an
 Edit it refuses with "The user doesn't want to proceed…", followed by "[Request interrupted by
 user for tool use]") and interruptions ("[Request interrupted by user]"). truth.json lists the
@@ -30,7 +30,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-GEN = ROOT.parent / "shared" / "tools" / "gen_corpus.py"
+GEN = ROOT / "scripts" / "gen_corpus.py"
 
 Key = tuple[str, int, str, Any]  # (session id, turn index, kind, tool_use_id)
 

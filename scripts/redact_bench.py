@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/redact_bench.py [--old REV] [--reps N] [--fixtures DIR]
 
-Every JSONL file under the fixtures folder (default: ../shared/fixtures/claude-code) is read
+Every JSONL file under the fixtures folder (default: tests/fixtures/claude-code) is read
 once; each line's strings (dict keys and values, as `redact_obj` collects them; a line that is
 not JSON counts as one string) are gathered per file. Then `redact_many(strings of one file)`
 runs over every file, N times for each redactor, alternating old and new so both see the same
@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_FIXTURES = ROOT.parent / "shared" / "fixtures" / "claude-code"
+DEFAULT_FIXTURES = ROOT / "tests" / "fixtures" / "claude-code"
 MAX_RATIO = 1.5
 
 

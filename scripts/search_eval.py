@@ -6,8 +6,8 @@
 
 real       the hand-written dev set `scripts/search_dev/real_queries.jsonl` over the real
            fixtures (kinds: keyword, paraphrase, exact_error, identifier, vague);
-generated  the public generated bank of `../shared/tools/gen_corpus.py` (kinds kw, para, detail),
-           the same queries `jacked_eval.py search` asks.
+generated  the public generated bank of `scripts/gen_corpus.py` (kinds kw, para, detail),
+           the queries its truth.json lists.
 
 Prints recall@1, recall@5 and MRR (first relevant session within the top 10) per kind for
 jacked and for the baseline, the rank-1 rate of exact strings that occur in exactly one session,
@@ -36,8 +36,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SHARED = ROOT.parent / "shared"
-REAL = SHARED / "fixtures" / "claude-code" / "real"
+REAL = ROOT / "tests" / "fixtures" / "claude-code" / "real"
+GEN_CORPUS = ROOT / "scripts" / "gen_corpus.py"
 DEV_SET = ROOT / "scripts" / "search_dev" / "real_queries.jsonl"
 EXACT_KINDS = ("exact_error", "identifier", "detail")
 
@@ -147,7 +147,7 @@ def listed_sessions(claude_dir: Path) -> list[str]:
 def generated_set(args: argparse.Namespace, work: Path) -> tuple[Path, list[dict[str, Any]], dict[str, str]]:
     claude_dir = work / f"generated-{args.sessions}-{args.seed}"
     if not (claude_dir / "truth.json").exists():
-        subprocess.run([sys.executable, str(SHARED / "tools" / "gen_corpus.py"), "--out", str(claude_dir),
+        subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(claude_dir),
                         "--sessions", str(args.sessions), "--seed", str(args.seed), "--bank", "public"],
                        check=True, capture_output=True)
     truth = json.loads((claude_dir / "truth.json").read_text())

@@ -3,7 +3,7 @@
 
     JACKED_HOME=... python scripts/search_timeline.py TRUTH_JSON [--rounds 3]
 
-Runs the queries of a generated corpus's `truth.json` (`../shared/tools/gen_corpus.py`) against
+Runs the queries of a generated corpus's `truth.json` (`scripts/gen_corpus.py`) against
 the index in JACKED_HOME, once to warm up, then `--rounds` times, and prints medians in ms:
 
 - the timeline of a search: when the model's run begins and ends on its thread, when the main

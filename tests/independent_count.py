@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code" / "real"
+REAL = Path(__file__).resolve().parent / "fixtures" / "claude-code" / "real"
 NOT_SESSION_TYPES = {"summary", "file-history-snapshot"}  # a file of only these is not a session
 NOT_PROMPT_PREFIXES = ("<local-command-stdout>", "<local-command-caveat>", "[Request interrupted by user")
 COMMAND_RE = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)

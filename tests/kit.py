@@ -17,9 +17,9 @@ from jacked.query.history import turns_json
 from jacked.ingest.scan import Scanner, ScanReport
 from jacked.sources.claude.discover import SessionFiles
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude-code"
 REAL = FIXTURES / "real"
-GEN_CORPUS = FIXTURES.parents[1] / "tools" / "gen_corpus.py"
+GEN_CORPUS = Path(__file__).resolve().parents[1] / "scripts" / "gen_corpus.py"
 DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"  # 2.0.55: plan mode, plan file, file-history snapshots
 SID = "11111111-2222-4333-8444-555555555555"
 _counter = itertools.count(1)
@@ -118,7 +118,7 @@ def inv_tuples(turn: dict[str, Any]) -> list[tuple[str, int, int, bool]]:
 
 
 def generated_corpus(out: Path, sessions: int, seed: int) -> dict[str, Any]:
-    """A Claude directory of `sessions` written at `out` by the shared corpus generator; its truth."""
+    """A Claude directory of `sessions` written at `out` by the corpus generator (scripts/gen_corpus.py); its truth."""
     subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed)],
                    check=True, capture_output=True)
     return json.loads((out / "truth.json").read_text())

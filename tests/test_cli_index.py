@@ -9,16 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit import GEN_CORPUS
 from test_cli_history import run
-
-GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
     root = tmp_path_factory.mktemp("cli-index")
     claude = root / "claude"
-    subprocess.run([sys.executable, str(GEN), "--out", str(claude), "--sessions", "6", "--seed", "4",
+    subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(claude), "--sessions", "6", "--seed", "4",
                     "--no-edge-cases"], check=True, capture_output=True)
     truth = json.loads((claude / "truth.json").read_text())
     # A fork: the same transcript under another session id (as `claude --fork-session` leaves it).

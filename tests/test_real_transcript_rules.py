@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kit import SID, assistant, base, prompt, result, session_of, system, text, tool_use, write_jsonl
+from kit import FIXTURES, SID, assistant, base, prompt, result, session_of, system, text, tool_use, write_jsonl
 
 from jacked.catalog import Catalog
 from jacked.query.history import list_sessions, turns_json
@@ -225,8 +225,7 @@ def test_malformed_queue_and_summary_lines_are_harmless(tmp_path: Path) -> None:
 
 def test_the_real_async_agent_fixture(tmp_path: Path) -> None:
     """The hand-written 2.1.x background-agent session: the notification is no prompt."""
-    src = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code" / "handwritten" / \
-        "claude-code-log" / "async_agents" / "eb000000-0000-4000-8000-000000000001.jsonl"
+    src = FIXTURES / "handwritten" / "claude-code-log" / "async_agents" / "eb000000-0000-4000-8000-000000000001.jsonl"
     claude = tmp_path / "claude"
     dest = claude / "projects" / "-p" / src.name
     dest.parent.mkdir(parents=True)

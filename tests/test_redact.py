@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import FIXTURES, GEN_CORPUS
 
 from jacked.sources import redact as redact_mod
 from jacked.sources.redact import KINDS, MARK_PREFIX, find_secrets, redact, redact_many, redact_obj
 
-GEN_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 
 # Secrets are built from pieces so this file itself does not look like a leak to
 # scanners, and so each test states exactly which part must disappear.
@@ -311,8 +311,6 @@ def _strings(obj: Any, acc: list[str]) -> None:
 
 def _corpus(tmp_path: Path, sessions: int, seed: int) -> tuple[list[str], list[str], list[str]]:
     """(original strings, redacted strings, planted secrets) of a generated corpus."""
-    if not GEN_CORPUS.exists():
-        pytest.skip(f"corpus generator not found at {GEN_CORPUS}")
     out = tmp_path / f"rc{seed}"
     subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(out), "--sessions", str(sessions),
                     "--seed", str(seed)], check=True, capture_output=True, timeout=300)
@@ -387,8 +385,7 @@ def test_generated_corpus_all_secret_kinds(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- trigger search
 def _real_transcript_bytes() -> list[bytes]:
-    real = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code"
-    return [p.read_bytes() for p in sorted(real.rglob("*.jsonl"))]
+    return [p.read_bytes() for p in sorted(FIXTURES.rglob("*.jsonl"))]
 
 
 def test_trigger_search_equals_the_plain_finds() -> None:

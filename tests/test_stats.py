@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import REAL
+from kit import GEN_CORPUS, REAL
 
 from jacked.catalog import Catalog
 from jacked.ingest.scan import Scanner
 from jacked.query.stats import StatsQuery, compute_stats
 
-GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 SIX_ERRORS = "2b4ed4c0-b905-41de-9238-273db3ec737a"  # 2.1.17: one turn, nine calls, six refused
 
 
@@ -29,7 +28,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Catalog, dict[str, Any]]:
     out = tmp_path_factory.mktemp("stats-gen") / "claude"
-    subprocess.run([sys.executable, str(GEN), "--out", str(out), "--sessions", "60", "--seed", "11"], check=True,
+    subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(out), "--sessions", "60", "--seed", "11"], check=True,
                    capture_output=True)
     cat = Catalog(out.parent / "catalog.db")
     Scanner(cat, out).scan()

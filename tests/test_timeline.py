@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import DEEP, FIXTURES, REAL, assistant, claude_dir_with, prompt, result, scanned_real, text, tool_use
+from kit import DEEP, FIXTURES, GEN_CORPUS, REAL, assistant, claude_dir_with, prompt, result, scanned_real, text, tool_use
 from independent_count import as_typed
 
 from jacked.catalog import Catalog
@@ -19,7 +19,6 @@ from jacked.query.timeline import EVENT_TYPES, TimelineError, TimelineQuery, fil
 from jacked.sources.attempts import command_key
 from jacked.sources.briefs import content_hash
 
-GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 SIX_ERRORS = "2b4ed4c0-b905-41de-9238-273db3ec737a"
 
 
@@ -163,7 +162,7 @@ def test_file_history_with_backups(tmp_path: Path) -> None:
 
 def test_actions_and_errors_match_generator_truth(tmp_path_factory: pytest.TempPathFactory) -> None:
     out = tmp_path_factory.mktemp("tl-gen") / "claude"
-    subprocess.run([sys.executable, str(GEN), "--out", str(out), "--sessions", "25", "--seed", "5"], check=True,
+    subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(out), "--sessions", "25", "--seed", "5"], check=True,
                    capture_output=True)
     truth = json.loads((out / "truth.json").read_text())
     cat = Catalog(out.parent / "catalog.db")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import REAL
+from kit import GEN_CORPUS, REAL
 
 from jacked.catalog import Catalog
 from jacked.config import load_settings
@@ -27,7 +27,6 @@ from jacked.ingest.scan import scan
 from jacked.surfaces.ui.server import UiConfigError, make_server, serve_in_thread
 
 WORKTREES = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
-GEN = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_corpus.py"
 
 
 class Client:
@@ -84,7 +83,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> It
     from jacked.index.indexer import Indexer
 
     claude = tmp_path_factory.mktemp("ui-corpus") / "claude"
-    subprocess.run([sys.executable, str(GEN), "--out", str(claude), "--sessions", "6", "--seed", "2"],
+    subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(claude), "--sessions", "6", "--seed", "2"],
                    check=True, capture_output=True)
     settings = load_settings(claude, jacked_home=str(tmp_path_factory.mktemp("ui-ix-home")), user_name="ada")
     Indexer(settings).backfill()
@@ -184,8 +183,7 @@ def test_plan_sits_in_the_turn_that_approved_it(fx: dict[str, Any]) -> None:
     sid = fx["catalog"].db.execute(
         "SELECT s.session_id FROM sessions s JOIN invocations i ON i.session_id = s.session_id "
         "WHERE s.plan IS NOT NULL AND i.tool_name = 'ExitPlanMode' AND i.owner = '' LIMIT 1").fetchone()
-    if sid is None:
-        pytest.skip("no fixture session with both a plan and an ExitPlanMode call")
+    assert sid is not None, "the real fixtures hold a7da6a22 (a plan and its ExitPlanMode call)"
     d = fx["client"].ok(f"/api/sessions/{sid[0]}")
     assert d["plan"] and d["plan_turn"] is not None
     turn = next(t for t in d["turns"] if t["index"] == d["plan_turn"])
@@ -345,8 +343,7 @@ def test_sessions_text_filter_uses_hybrid_search_with_types(indexed: dict[str, A
 def test_generated_session_places_compactions_and_texts(indexed: dict[str, Any]) -> None:
     truth = indexed["truth"]["sessions"]
     s = next((x for x in truth if x.get("compacted") or x.get("compact_summaries")), None)
-    if s is None:
-        pytest.skip("the generated corpus has no compacted session for this seed")
+    assert s is not None, "the generated corpus of this seed has a compacted session"
     d = indexed["client"].ok(f"/api/sessions/{s['session_id']}")
     kinds = {x["kind"] for x in d["texts"]}
     assert "compact_summary" in kinds and d["compactions"]
