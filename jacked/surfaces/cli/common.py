@@ -98,7 +98,8 @@ def daemon_service(scan: bool = True) -> object | None:
     try:
         client = connect(where)
     except DaemonUnavailable as e:
-        warn(f"jacked: {e}; answering in this process (JACKED_DAEMON=off says so quietly)")
+        if not e.quiet:
+            warn(f"jacked: {e}; answering in this process (JACKED_DAEMON=off says so quietly)")
         return None
     return RemoteService(client, where, scan=scan, warn=warn)
 

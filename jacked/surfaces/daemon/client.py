@@ -31,7 +31,13 @@ Warn = Callable[[str], None]
 
 
 class DaemonUnavailable(Exception):
-    """No daemon could be reached or started: the caller answers in its own process instead."""
+    """No daemon could be reached or started: the caller answers in its own process instead.
+    `quiet`: nothing to say about the daemon (JACKED_HOME itself cannot be made: answering in
+    this process says that, in its own words)."""
+
+    def __init__(self, message: str, quiet: bool = False) -> None:
+        super().__init__(message)
+        self.quiet = quiet
 
 
 class RemoteError(JackedError):
@@ -362,6 +368,10 @@ def _start(paths: DaemonPaths, where: Where) -> None:
 
     from jacked.util.flock import FileLock, LockTimeout
 
+    try:
+        paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise DaemonUnavailable(f"cannot make {paths.home}: {e.strerror or e}", quiet=True) from e
     try:
         paths.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         paths.log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
