@@ -2,7 +2,8 @@
 
 A prompt gets context only when it (a) refers to earlier work in words ("like we did last time",
 "the bug from yesterday", "continue the migration") and search finds a session of this repo for
-it, or (b) matches a past session of this repo strongly without such words. A session of another
+it with at least medium confidence, or (b) holds a phrase of some length that a past session of
+this repo holds verbatim (an error line, a quoted string, an identifier). A session of another
 repo comes only from a verbatim match (a quoted phrase, an identifier, an error line). The current
 session is never offered back. Silence is the default: a memory that speaks on every prompt costs
 tokens for nothing and teaches the agent to ignore it.
@@ -36,10 +37,11 @@ FOLLOW_UP = re.compile(
     r"|previous(?:ly)?|prior (?:session|conversation|work)"
     r"|(?:like|as|what) (?:we|you|i) (?:did|had|discussed|tried|decided|agreed|built|wrote|used|set up|fixed)"
     r"|(?:we|you|i) (?:already|previously|once) \w+"
-    r"|(?:we|you) (?:did|had|discussed|tried|decided|agreed|started|built|began|worked on) (?:\w+ ){0,4}"
-    r"(?:before|earlier|last|yesterday|already)"
+    r"|(?:we|you) (?:\w+ ){0,3}(?:\w+ed|did|had|made|built|wrote|set|began|found|got|saw|ran|went|thought)"
+    r" (?:\w+ ){0,4}(?:before|earlier|last (?:time|week|session)|yesterday)"
+    r"|(?:now|since) (?:that )?(?:we|you) (?:have|added|got|fixed|built)\b"
     r"|where (?:we|you|i) left off|pick (?:it |this |that )?(?:back )?up|left off"
-    r"|continue (?:the|with|working|where|our|that|this|on)|resume (?:the|our|work|working)"
+    r"|continue (?:the|with|working|where|our|that|this|on|\w+ing)|resume (?:the|our|work|working)"
     r"|remember (?:when|how|what|the|that|we)|do you recall|as before|same (?:as|way as) (?:before|last)"
     r"|the (?:\w+ ){0,3}(?:from|of) (?:yesterday|last (?:time|week|session)|earlier|before)"
     r"|(?:that|the) (?:same )?(?:bug|issue|error|problem|fix|migration|refactor(?:ing)?) (?:we|you) "
@@ -48,6 +50,9 @@ FOLLOW_UP = re.compile(
 # Hook input that is not a typed request: slash commands, shell escapes and their output.
 _NOT_A_REQUEST = re.compile(r"^\s*(?:/[\w:-]+(?:\s|$)|<(?:bash|local-command|command)-)")
 MIN_WORDS = 3
+# A verbatim match speaks without follow-up words (or from another repo) only for a phrase this
+# long: a quoted `uv` or `-p` is in every repo.
+VERBATIM_MIN_CHARS = 12
 
 SearchFn = Callable[[str, str | None], list[dict[str, Any]]]
 
@@ -55,11 +60,6 @@ SearchFn = Callable[[str, str | None], list[dict[str, Any]]]
 def refers_to_earlier_work(prompt: str) -> bool:
     """Whether the prompt's words point at work done in an earlier session."""
     return bool(FOLLOW_UP.search(prompt))
-
-
-def _strong(result: dict[str, Any]) -> bool:
-    """A match worth speaking up for without being asked: verbatim, or high by both legs."""
-    return bool(result.get("exact")) or result.get("confidence") == "high"
 
 
 def _one_line(text: str | None, limit: int) -> str:
@@ -94,28 +94,39 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, session_id
     if not text or _NOT_A_REQUEST.match(text):
         return silent("not a typed request")
     cue = refers_to_earlier_work(text)
-    phrases = exact_phrases(text[:QUERY_CHARS])
-    if not cue and not phrases and len(text.split()) < MIN_WORDS:
-        return silent("too short to match")
+    verbatim = any(len(p) >= VERBATIM_MIN_CHARS for p in exact_phrases(text[:QUERY_CHARS]))
+    if not cue and not verbatim:
+        return silent("no follow-up words, no verbatim phrase")
 
-    def wanted(r: dict[str, Any]) -> bool:
-        if r.get("session_id") == session_id:
-            return False
-        return not (until and str(r.get("started_at") or "") > until)
+    def candidates(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The results minus the current session and sessions after `until`; a result that is the
+        current session stands for its copies (`also`: a fork or resume of it), so the first other
+        copy takes its place."""
+        out = []
+        for r in results:
+            if r.get("session_id") == session_id:
+                others = [sid for sid in r.get("also") or [] if sid != session_id]
+                if not others:
+                    continue
+                r = {**r, "session_id": others[0]}
+            if not (until and str(r.get("started_at") or "") > until):
+                out.append(r)
+        return out
 
     query = text[:QUERY_CHARS]
     chosen: list[dict[str, Any]] = []
     if repo:
-        found = [r for r in search(query, repo) if wanted(r)]
-        keep = (lambda r: r.get("confidence") in ("high", "medium")) if cue else _strong
-        chosen = [r for r in found if keep(r)][:MAX_SESSIONS]
-    if phrases and len(chosen) < MAX_SESSIONS:
+        found = candidates(search(query, repo))
+        # Follow-up words: the search's own grade decides; without them only a verbatim match speaks.
+        chosen = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else r.get("exact"))]
+        chosen = chosen[:MAX_SESSIONS]
+    if verbatim and len(chosen) < MAX_SESSIONS:
         seen = {r["session_id"] for r in chosen}
-        elsewhere = [r for r in search(query, None) if wanted(r) and r.get("exact")
-                     and r.get("repo_name") != repo and r["session_id"] not in seen]
+        elsewhere = [r for r in candidates(search(query, None))
+                     if r.get("exact") and r.get("repo_name") != repo and r["session_id"] not in seen]
         chosen += elsewhere[: MAX_SESSIONS - len(chosen)]
     if not chosen:
-        return silent("follow-up words, no matching session" if cue else "no strong match")
+        return silent("follow-up words, no matching session" if cue else "no verbatim match")
 
     now = now or now_utc()
     head = ("jacked memory: past sessions this prompt may refer to "
@@ -137,4 +148,4 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, session_id
         return silent("nothing fits the budget")
     out = render(fitted)
     return {"text": out, "sessions": [sid for sid, _ in fitted.kept], "tokens": count_tokens(out),
-            "reason": "follow-up words" if cue else "strong match"}
+            "reason": "follow-up words" if cue else "verbatim match"}
