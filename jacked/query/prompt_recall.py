@@ -37,7 +37,7 @@ FOLLOW_UP = re.compile(
     r"|previous(?:ly)?|prior (?:session|conversation|work)"
     r"|(?:like|as|what) (?:we|you|i) (?:did|had|discussed|tried|decided|agreed|built|wrote|used|set up|fixed)"
     r"|(?:we|you|i) (?:already|previously|once) \w+"
-    r"|(?:we|you) (?:\w+ ){0,3}(?:\w+ed|did|had|made|built|wrote|set|began|found|got|saw|ran|went|thought)"
+    r"|(?:we|you) (?:\w+ ){0,3}(?:(?!(?:need|feed|speed|proceed|succeed)\b)\w+ed|did|had|made|built|wrote|set|began|found|got|saw|ran|went|thought)"
     r" (?:\w+ ){0,4}(?:before|earlier|last (?:time|week|session)|yesterday)"
     r"|(?:now|since) (?:that )?(?:we|you) (?:have|added|got|fixed|built)\b"
     r"|where (?:we|you|i) left off|pick (?:it |this |that )?(?:back )?up|left off"
