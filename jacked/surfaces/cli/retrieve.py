@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, print_json, service, settings, warn
+from jacked.surfaces.cli.common import CliError, print_json, service, warn
 
 
 def retrieve_cmd(
@@ -60,9 +60,6 @@ def _dry_run_text(result) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines) + "\n"
 
 
-PROMPT_EVENT = "UserPromptSubmit"
-
-
 def recall_cmd(
     hook: bool = typer.Option(False, "--hook", help="Run as Claude Code's SessionStart or UserPromptSubmit hook: "
                                                     "read its JSON on stdin, print added context or nothing, "
@@ -77,35 +74,16 @@ def recall_cmd(
 ) -> None:
     """A short brief of the past sessions most relevant to this repo (for the start of a session), or with
     --prompt the past sessions a prompt refers to."""
-    import json
     import os
     import sys
 
     if hook:
-        # A hook must never break Claude Code: any problem means "no context", exit 0.
-        try:
-            raw = sys.stdin.read()
-            data = json.loads(raw) if raw.strip() else {}
-            data = data if isinstance(data, dict) else {}
-            where = str(data.get("cwd") or os.getcwd())
-            event = data.get("hook_event_name") or ("UserPromptSubmit" if "prompt" in data else "SessionStart")
-            if event == PROMPT_EVENT:
-                said = service().prompt_recall(str(data.get("prompt") or ""), where,
-                                               session_id=data.get("session_id"), max_tokens=max_tokens)
-            else:
-                said = service().recall(where, max_tokens or 1500, search=not no_search)
-                event = "SessionStart"
-            if said["text"]:
-                sys.stdout.write(json.dumps({"hookSpecificOutput": {
-                    "hookEventName": event, "additionalContext": said["text"]}}) + "\n")
-        except Exception as e:  # noqa: BLE001
-            try:
-                from jacked.surfaces.hook import log_problem
+        from jacked.surfaces.cli.common import STATE
+        from jacked.surfaces.recall_hook import run_recall_hook
 
-                log_problem(settings().home, f"recall hook failed: {type(e).__name__}: {e}")
-            except Exception:
-                pass
-        raise typer.Exit(0)
+        if STATE.claude_dir is not None:
+            os.environ["CLAUDE_CONFIG_DIR"] = str(STATE.claude_dir)
+        raise typer.Exit(run_recall_hook(sys.stdin.read(), max_tokens, search=not no_search))
     where = str((cwd or Path.cwd()).absolute())
     if prompt is not None:
         said = service().prompt_recall(prompt, where, max_tokens=max_tokens)
