@@ -51,6 +51,8 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
         "hit_rate": round(sum(o["hit"] for o in follow) / max(1, len(follow)), 3),
         "other_prompts": len(nothing), "false_injections": sum(bool(o["injected"]) for o in nothing),
         "false_injection_rate": round(sum(bool(o["injected"]) for o in nothing) / max(1, len(nothing)), 3),
+        # besides the right one: sessions named on follow-up prompts that they do not follow up
+        "other_sessions_named": sum(len(set(o["injected"]) - set(o["expect"])) for o in follow),
         "max_tokens_used": max((o["tokens"] for o in outcomes), default=0), "budget": max_tokens,
     }
     for kind in ("real", "written"):
