@@ -37,7 +37,8 @@ FOLLOW_UP = re.compile(
     r"|previous(?:ly)?|prior (?:session|conversation|work)"
     r"|(?:like|as|what) (?:we|you|i) (?:did|had|discussed|tried|decided|agreed|built|wrote|used|set up|fixed)"
     r"|(?:we|you|i) (?:already|previously|once) \w+"
-    r"|(?:we|you) (?:\w+ ){0,3}(?:(?!(?:need|feed|speed|proceed|succeed)\b)\w+ed|did|had|made|built|wrote|set|began|found|got|saw|ran|went|thought)"
+    r"|(?:we|you) (?:\w+ ){0,3}(?:(?!(?:need|feed|speed|proceed|succeed)\b)\w+ed"
+    r"|did|had|made|built|wrote|set|began|found|got|saw|ran|went|thought)"
     r" (?:\w+ ){0,4}(?:before|earlier|last (?:time|week|session)|yesterday)"
     r"|(?:now|since) (?:that )?(?:we|you) (?:have|added|got|fixed|built)\b"
     r"|where (?:we|you|i) left off|pick (?:it |this |that )?(?:back )?up|left off"
@@ -135,8 +136,9 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, session_id
     for r in chosen:
         where = "" if r.get("repo_name") == repo else f" · repo {r.get('repo_name') or '?'}"
         title = _one_line(r.get("title") or r.get("first_prompt"), 80) or "(untitled)"
-        entries.append((r["session_id"], f"- {r['session_id']} · {_date(r)} ({r.get('age') or relative_age(r.get('timestamp'), now)})"
-                                         f"{where} · {title}\n  why: {_why(r)}"))
+        age = r.get("age") or relative_age(r.get("timestamp"), now)
+        entries.append((r["session_id"], f"- {r['session_id']} · {_date(r)} ({age}){where} · {title}\n"
+                                         f"  why: {_why(r)}"))
 
     def render(f: Fitted[tuple[str, str]]) -> str:
         return "\n".join([head, *(block for _, block in f.kept)])
