@@ -120,6 +120,9 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, session_id
         found = candidates(search(query, repo))
         # Follow-up words: the search's own grade decides; without them only a verbatim match speaks.
         chosen = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else r.get("exact"))]
+        # The best one speaks on medium confidence; the ones after it must be sure, or they cost
+        # tokens for a session the prompt is not about.
+        chosen = [r for i, r in enumerate(chosen) if i == 0 or r.get("exact") or r.get("confidence") == "high"]
         chosen = chosen[:MAX_SESSIONS]
     if verbatim and len(chosen) < MAX_SESSIONS:
         seen = {r["session_id"] for r in chosen}
