@@ -343,6 +343,32 @@ class Jacked:
 
         return recall_brief(self.fresh(), cwd, self._recall_search() if search else None, max_tokens)
 
+    def prompt_recall(self, prompt: str, cwd: str, session_id: str | None = None,
+                      max_tokens: int | None = None, until: str | None = None) -> dict[str, Any]:
+        """What the UserPromptSubmit hook adds to `prompt` typed at `cwd`: past sessions it refers to
+        or strongly matches, or nothing (`text` ""). `#nomem` in the prompt and `exclude` silence it."""
+        from jacked.ingest.privacy import Privacy, has_nomem
+        from jacked.query.prompt_recall import PROMPT_RECALL_MAX_TOKENS, prompt_recall
+        from jacked.query.options import current_repo_name
+
+        silent = {"text": "", "sessions": [], "tokens": 0}
+        if has_nomem([prompt]):
+            return {**silent, "reason": "#nomem"}
+        repo = current_repo_name(Path(cwd)) if cwd else None
+        if Privacy.from_settings(self.settings).where_excluded(None, cwd, repo):
+            return {**silent, "reason": "excluded"}
+        if self._recall_search() is None:
+            return {**silent, "reason": "no index"}
+
+        def search(query: str, in_repo: str | None) -> list[dict[str, Any]]:
+            from jacked.query.options import SearchOptions
+
+            return self.search(query, SearchOptions(repo=in_repo, limit=6, current_repo=repo))["results"]
+
+        return prompt_recall(prompt, repo, search, session_id=session_id, until=until,
+                             max_tokens=max_tokens or PROMPT_RECALL_MAX_TOKENS,
+                             margin=self.settings.token_safety_margin)
+
     def _recall_search(self) -> SearchFn | None:
         """`search(query, repo) -> [session ids]` over the index, or None when there is no index."""
         from jacked.index.indexer import configured_store, store_exists

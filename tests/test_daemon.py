@@ -153,6 +153,7 @@ COMMANDS = [
     ["file-history", "deep_manifest/deep_manifest.py"], ["retrieve", DEEP[:8], "--json"],
     ["retrieve", DEEP[:8], CI[:8], "--max-tokens", "1500"], ["restore", CI[:8]], ["status", "--json"],
     ["recall", "--json"],
+    ["recall", "--prompt", "continue the work on reporting BadZipFile errors", "--cwd", "/src/deep-manifest", "--json"],
     # mistakes answer with the same one line and exit code
     ["turns", "no-such-session"], ["search", ""], ["retrieve", DEEP[:8], "--mode", "nope"],
 ]
@@ -206,13 +207,18 @@ def test_a_client_imports_no_model_store_or_transcript_reader(homes: tuple[Path,
              "tiktoken", "jacked.service")
     runs = [(["sessions"], None), (["index", "--hook"], json.dumps({"transcript_path": str(session)})),
             (["turns", CI[:8], "--json"], None), (["search", "manifest archive"], None), (["stats"], None),
-            (["timeline", CI[:8]], None)]
+            (["timeline", CI[:8]], None),
+            (["recall", "--hook"], json.dumps({"hook_event_name": "UserPromptSubmit", "cwd": "/src/deep-manifest",
+                                               "prompt": "continue the work on reporting BadZipFile errors",
+                                               "session_id": "s"}))]
     for args, stdin in runs:
         done = subprocess.run([sys.executable, "-X", "importtime", str(JACKED), *args], env=env, input=stdin,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
         assert not [m for m in imported for h in heavy if m == h or m.startswith(h + ".")], args
+        if args == ["recall", "--hook"]:  # the prompt's context comes from the daemon
+            assert DEEP in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
 # ------------------------------------------------------------------------------------ writes

@@ -36,6 +36,7 @@ def test_round_trip_is_byte_identical(tmp_path: Path) -> None:
     assert _ours(data, "Stop") == [{"type": "command", "command": f"{EXE} index --hook", "async": True, "timeout": 30}]
     assert _ours(data, "SessionEnd")[0]["command"] == f"{EXE} index --hook"
     assert _ours(data, "SessionStart")[0]["command"] == f"{EXE} recall --hook"
+    assert _ours(data, "UserPromptSubmit")[0]["command"] == f"{EXE} recall --hook"  # one setting: both recalls
     # the user's own hooks and settings are untouched
     assert data["hooks"]["Stop"][0] == {"matcher": "", "hooks": [{"type": "command", "command": "say done"}]}
     assert data["hooks"]["PreToolUse"][0]["matcher"] == "Bash" and data["env"] == {"FOO": "1"}

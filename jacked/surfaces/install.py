@@ -4,8 +4,8 @@ What install touches, all under the Claude directory unless noted:
 * `skills/jacked/SKILL.md` — the skill shipped in the package (`jacked/skill/SKILL.md`);
 * `settings.json` — `hooks`: Stop and SessionEnd run `<jacked> index --hook` (async: Claude
   Code does not wait; the command itself also returns at once and indexes in a child);
-  with `recall`, SessionStart runs `<jacked> recall --hook` (synchronous: its output is
-  the context Claude Code adds to the new session);
+  with `recall`, SessionStart and UserPromptSubmit run `<jacked> recall --hook` (synchronous:
+  its output is the context Claude Code adds to the new session, or to the prompt);
 * with `mcp`, Claude Code's user-scope MCP servers (`mcpServers` in `.claude.json`: in the
   Claude directory when it holds one or when it is not the default `~/.claude`, else
   `~/.claude.json`) get `jacked` as a stdio server (`<jacked> mcp`).
@@ -64,7 +64,7 @@ def hook_snippets() -> dict[str, Any]:
 
 _SNIPPETS = hook_snippets()
 HOOK_EVENTS: tuple[str, ...] = tuple(_SNIPPETS["index"]["hooks"])
-(RECALL_EVENT,) = _SNIPPETS["recall"]["hooks"]
+RECALL_EVENTS: tuple[str, ...] = tuple(_SNIPPETS["recall"]["hooks"])
 (MCP_NAME,) = _SNIPPETS["mcp"]["mcpServers"]
 
 

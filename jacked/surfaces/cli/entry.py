@@ -1,4 +1,4 @@
-"""Console entry point: `jacked index --hook` takes a fast path that skips the CLI framework.
+"""Console entry point: `jacked index --hook` and `jacked recall --hook` take a fast path that skips the CLI framework.
 
 A hook runs at every turn of Claude Code, so its start-up time matters; everything else goes
 to the typer app in `jacked.surfaces.cli.main`. `run` owns the process: it ends it with the
@@ -37,6 +37,14 @@ def run() -> None:
             except (OSError, UnicodeDecodeError):
                 raw = ""
             sys.exit(run_hook(raw, load_settings))
+        if sys.argv[1:] == ["recall", "--hook"]:  # SessionStart and every prompt: Claude Code waits for it
+            from jacked.surfaces.recall_hook import run_recall_hook
+
+            try:
+                raw = sys.stdin.read()
+            except (OSError, UnicodeDecodeError):
+                raw = ""
+            sys.exit(run_recall_hook(raw))
         if sys.argv[1:] == ["mcp"]:  # one per Claude Code window: as light as the relay can be
             from jacked.surfaces.daemon.protocol import daemon_enabled
 

@@ -39,7 +39,9 @@ ACTION_NOTES = {"restored": " (put back as it was before `jacked install`)",
 def install_cmd(
     no_hooks: bool = typer.Option(False, "--no-hooks", help="Do not add the Stop/SessionEnd indexing hooks."),
     no_skill: bool = typer.Option(False, "--no-skill", help="Do not install the skill."),
-    recall: bool = typer.Option(False, "--recall", help="Also add a SessionStart hook: a brief of past sessions."),
+    recall: bool = typer.Option(False, "--recall", help="Also add the recall hooks: a brief of past sessions at "
+                                                        "SessionStart, and on each prompt the past sessions it "
+                                                        "refers to (or nothing)."),
     mcp: bool = typer.Option(False, "--mcp", help="Also register `jacked mcp` as a user-scope MCP server."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Instead: register `jacked mcp` with another agent "
                                         "(codex, gemini or opencode) in its own MCP configuration."),

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from jacked.surfaces.cli.common import CliError, print_json, service, settings, warn
+from jacked.surfaces.cli.common import CliError, print_json, service, warn
 
 
 def retrieve_cmd(
@@ -61,38 +61,38 @@ def _dry_run_text(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def recall_cmd(
-    hook: bool = typer.Option(False, "--hook", help="Run as Claude Code's SessionStart hook: read its JSON on "
-                                                    "stdin, print the brief as added context, always exit 0."),
+    hook: bool = typer.Option(False, "--hook", help="Run as Claude Code's SessionStart or UserPromptSubmit hook: "
+                                                    "read its JSON on stdin, print added context or nothing, "
+                                                    "always exit 0."),
     cwd: Optional[Path] = typer.Option(None, "--cwd", help="The repo to recall (default: the current directory)."),
-    max_tokens: int = typer.Option(1500, "--max-tokens", min=100, help="Size limit of the brief."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=100,
+                                             help="Size limit of the brief (default 1500; 300 for a prompt)."),
     no_search: bool = typer.Option(False, "--no-search", help="Use the catalog only (no model load)."),
+    prompt: Optional[str] = typer.Option(None, "--prompt", help="Show what the UserPromptSubmit hook would add "
+                                                                "to this prompt (and why), instead of the brief."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """A short brief of the past sessions most relevant to this repo (for the start of a session)."""
-    import json
+    """A short brief of the past sessions most relevant to this repo (for the start of a session), or with
+    --prompt the past sessions a prompt refers to."""
     import os
     import sys
 
     if hook:
-        # A hook must never break Claude Code: any problem means "no brief", exit 0.
-        try:
-            raw = sys.stdin.read()
-            data = json.loads(raw) if raw.strip() else {}
-            where = str(data.get("cwd") or os.getcwd()) if isinstance(data, dict) else os.getcwd()
-            brief = service().recall(where, max_tokens, search=not no_search)
-            if brief["text"]:
-                sys.stdout.write(json.dumps({"hookSpecificOutput": {
-                    "hookEventName": "SessionStart", "additionalContext": brief["text"]}}) + "\n")
-        except Exception as e:  # noqa: BLE001
-            try:
-                from jacked.surfaces.hook import log_problem
+        from jacked.surfaces.cli.common import STATE
+        from jacked.surfaces.recall_hook import run_recall_hook
 
-                log_problem(settings().home, f"recall hook failed: {type(e).__name__}: {e}")
-            except Exception:
-                pass
-        raise typer.Exit(0)
+        if STATE.claude_dir is not None:
+            os.environ["CLAUDE_CONFIG_DIR"] = str(STATE.claude_dir)
+        raise typer.Exit(run_recall_hook(sys.stdin.read(), max_tokens, search=not no_search))
     where = str((cwd or Path.cwd()).absolute())
-    brief = service().recall(where, max_tokens, search=not no_search)
+    if prompt is not None:
+        said = service().prompt_recall(prompt, where, max_tokens=max_tokens)
+        if json_out:
+            print_json(said)
+        else:
+            typer.echo(said["text"] or f"(silent: {said['reason']})")
+        return
+    brief = service().recall(where, max_tokens or 1500, search=not no_search)
     if json_out:
         print_json(brief)
     else:

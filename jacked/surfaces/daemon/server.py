@@ -46,7 +46,7 @@ log = logging.getLogger("jacked.daemon")
 #: removes the daemon's own home: `jacked uninstall --purge` stops the daemon first).
 RPC_METHODS = frozenset({
     "scan", "backfill", "index", "forget", "forgotten", "cleardb", "status", "archive", "summary_status",
-    "summarize", "search", "search_many", "retrieve", "recall", "restore", "sessions", "session_count", "turns",
+    "summarize", "search", "search_many", "retrieve", "recall", "prompt_recall", "restore", "sessions", "session_count", "turns",
     "session_view", "export", "export_iter", "timeline", "file_history", "stats", "summaries", "fresh",
     "scannable", "session_id", "usage", "prices", "unsaid",
 })

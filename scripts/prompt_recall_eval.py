@@ -1,0 +1,126 @@
+"""How the UserPromptSubmit recall hook does on real histories: hit rate, false injections, cost.
+
+    python scripts/prompt_recall_eval.py [--claude-dir DIR] [--home DIR] [--labels FILE] [--timing N] [--json]
+
+Labels (`tests/fixtures/prompt_recall/labels.jsonl`, one prompt a line): `prompt`, `cwd`,
+`session_id` (the session it is typed in: never offered back), `until` (the history as it stood
+then: sessions started later are ignored; null = all), `expect` (the sessions it follows up; []:
+it follows up nothing). Real prompts of the real fixtures (`source: real ...`) and prompts written
+in the user's words about real sessions (`source: written ...`).
+
+Figures: hit rate (follow-up prompts whose context names an expected session), false injections
+(prompts that follow up nothing but get context), the largest context in tokens; with `--timing N`,
+the hook's wall time through a running daemon (median of N runs of `jacked recall --hook`) over a
+bare `python -c pass` (median of N), measured in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS = REPO / "tests" / "fixtures" / "prompt_recall" / "labels.jsonl"
+REAL = REPO.parent / "shared" / "fixtures" / "claude-code" / "real"
+
+
+def load_labels(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) -> dict[str, Any]:
+    """Run every labelled prompt through `service.prompt_recall`; the figures and each outcome."""
+    outcomes = []
+    for lab in labels:
+        said = service.prompt_recall(lab["prompt"], lab["cwd"], session_id=lab["session_id"],
+                                     max_tokens=max_tokens, until=lab.get("until"))
+        injected = said["sessions"]
+        outcomes.append({"prompt": lab["prompt"][:80], "expect": [e[:8] for e in lab["expect"]],
+                         "injected": [s[:8] for s in injected], "tokens": said["tokens"], "reason": said["reason"],
+                         "hit": bool(set(injected) & set(lab["expect"])), "source": lab["source"].split(":")[0]})
+    follow = [o for o in outcomes if o["expect"]]
+    nothing = [o for o in outcomes if not o["expect"]]
+    figures: dict[str, Any] = {
+        "follow_up_prompts": len(follow), "hits": sum(o["hit"] for o in follow),
+        "hit_rate": round(sum(o["hit"] for o in follow) / max(1, len(follow)), 3),
+        "other_prompts": len(nothing), "false_injections": sum(bool(o["injected"]) for o in nothing),
+        "false_injection_rate": round(sum(bool(o["injected"]) for o in nothing) / max(1, len(nothing)), 3),
+        # besides the right one: sessions named on follow-up prompts that they do not follow up
+        "other_sessions_named": sum(len(set(o["injected"]) - set(o["expect"])) for o in follow),
+        "max_tokens_used": max((o["tokens"] for o in outcomes), default=0), "budget": max_tokens,
+    }
+    for kind in ("real", "written"):
+        f = [o for o in follow if o["source"] == kind]
+        n = [o for o in nothing if o["source"] == kind]
+        figures[kind] = {"hits": f"{sum(o['hit'] for o in f)}/{len(f)}",
+                         "false_injections": f"{sum(bool(o['injected']) for o in n)}/{len(n)}"}
+    return {"figures": figures, "outcomes": outcomes}
+
+
+def _median_run(cmd: list[str], n: int, env: dict[str, str], stdin: str = "") -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def timing(claude: Path, home: Path, labels: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    """The hook through a warm daemon against a bare Python start, medians of `n` runs each."""
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(home)}
+    env.pop("JACKED_DAEMON", None)
+    jacked = [str(Path(sys.executable).parent / "jacked")]
+    subprocess.run(jacked + ["daemon", "start"], env=env, capture_output=True, check=False)
+    follow = next(lab for lab in labels if lab["expect"])
+    stdin = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": follow["prompt"], "cwd": follow["cwd"],
+                        "session_id": follow["session_id"], "transcript_path": ""})
+    try:
+        _median_run(jacked + ["recall", "--hook"], 2, env, stdin)  # warm: model loaded, pages cached
+        hook = _median_run(jacked + ["recall", "--hook"], n, env, stdin)
+        bare = _median_run([sys.executable, "-c", "pass"], n, env)
+    finally:
+        subprocess.run(jacked + ["daemon", "stop"], env=env, capture_output=True, check=False)
+    return {"hook_s": round(hook, 3), "bare_python_s": round(bare, 3), "ratio": round(hook / bare, 2), "runs": n}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--claude-dir", type=Path, default=REAL)
+    ap.add_argument("--home", type=Path, required=True, help="JACKED_HOME (indexed on first use)")
+    ap.add_argument("--labels", type=Path, default=LABELS)
+    ap.add_argument("--max-tokens", type=int, default=300)
+    ap.add_argument("--timing", type=int, default=0, metavar="N", help="also time the hook, N runs")
+    ap.add_argument("--verbose", action="store_true", help="print every outcome")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    os.environ.update(CLAUDE_CONFIG_DIR=str(args.claude_dir), JACKED_HOME=str(args.home), JACKED_DAEMON="off")
+    from jacked.config import load_settings
+    from jacked.service import Jacked
+
+    labels = load_labels(args.labels)
+    service = Jacked(load_settings(args.claude_dir), scan=False, warn=lambda m: print(m, file=sys.stderr))
+    if not service.status().get("points"):
+        service.backfill()
+    result = evaluate(service, labels, args.max_tokens)
+    service.close()
+    if args.timing:
+        result["figures"]["timing"] = timing(args.claude_dir, args.home, labels, args.timing)
+    if args.json:
+        print(json.dumps(result if args.verbose else result["figures"], indent=2))
+        return
+    if args.verbose:
+        for o in result["outcomes"]:
+            mark = ("HIT " if o["hit"] else "MISS") if o["expect"] else ("FALSE" if o["injected"] else "ok  ")
+            print(f"{mark} {o['source']:7s} expect={o['expect']} got={o['injected']} ({o['reason']}) {o['prompt']!r}")
+    print(json.dumps(result["figures"], indent=2))
+
+
+if __name__ == "__main__":
+    main()

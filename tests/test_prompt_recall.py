@@ -1,0 +1,155 @@
+"""Recall on the prompt (issue 39): the UserPromptSubmit hook speaks only when a prompt follows up
+earlier work of this repo, within its budget, never about the current session, never from another
+repo without a verbatim match; `#nomem` and `exclude` silence it. Real fixtures, real model, Edge shard."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kit import REAL
+from test_cli_history import jacked_cmd
+
+from jacked.config import Settings, load_settings
+from jacked.query.prompt_recall import refers_to_earlier_work
+from jacked.service import Jacked
+from jacked.util.tokens import count_tokens
+
+CWD = "/src/experiments/claude_p"
+FIRST = "2b4ed4c0-b905-41de-9238-273db3ec737a"  # "Search if claude -p can make use of WebSearch and Task tool…"
+REPEAT = "256ba646-2c15-437a-98e9-4171aafd030e"  # the same prompt typed again six minutes later
+TOOLS = "94604a7b-062f-4369-bdf0-da948381c3e5"  # "What are the tools that are available to you…"
+FOLLOW_UP = "like last time, find out if claude -p can use WebSearch, this time with the Sonnet model"
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> Settings:
+    root = tmp_path_factory.mktemp("prompt-recall")
+    claude = root / "claude"
+    for project in ("-src-experiments-claude_p", "-experiments-worktrees"):
+        shutil.copytree(REAL / "projects" / project, claude / "projects" / project)
+    settings = load_settings(claude, jacked_home=str(root / "home"), user_name="ada")
+    with _service(settings) as svc:
+        svc.backfill()
+    return settings
+
+
+@contextmanager
+def _service(settings: Settings) -> Iterator[Jacked]:
+    svc = Jacked(settings, scan=False)
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
+def _recall(settings: Settings, prompt: str, cwd: str = CWD, **kw: Any) -> dict[str, Any]:
+    with _service(settings) as svc:
+        return svc.prompt_recall(prompt, cwd, **kw)
+
+
+def _hook(settings: Settings, payload: dict[str, Any]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(settings.claude_dir), JACKED_HOME=str(settings.home),
+               JACKED_USER_NAME="ada", NO_COLOR="1")
+    return subprocess.run(jacked_cmd() + ["recall", "--hook"], input=json.dumps(payload), capture_output=True,
+                          text=True, env=env, timeout=180)
+
+
+def test_follow_up_words_are_told_from_other_prompts() -> None:
+    for said in ("like we did last time, add a test", "the bug from yesterday is back",
+                 "continue the migration to AudioWorklet", "the workflow we tested with act before fails",
+                 "pick up where we left off"):
+        assert refers_to_earlier_work(said), said
+    for said in ("add a --version flag", "we need to run the tests before merging", "try again",
+                 "Wait, does it only run on main?", "write a haiku about autumn"):
+        assert not refers_to_earlier_work(said), said
+
+
+def test_hook_prints_the_sessions_a_follow_up_refers_to(indexed: Settings) -> None:
+    p = _hook(indexed, {"hook_event_name": "UserPromptSubmit", "prompt": FOLLOW_UP, "cwd": CWD,
+                        "session_id": "00000000-0000-4000-8000-000000000001", "transcript_path": "/nowhere.jsonl"})
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert list(out) == ["hookSpecificOutput"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert FIRST in context or REPEAT in context
+    assert "jacked retrieve" in context and "2026-01-23" in context
+    assert count_tokens(context) <= 300
+
+
+def test_hook_is_silent_on_an_unrelated_prompt_and_on_garbage(indexed: Settings) -> None:
+    p = _hook(indexed, {"hook_event_name": "UserPromptSubmit", "prompt": "write a haiku about autumn", "cwd": CWD,
+                        "session_id": "s"})
+    assert (p.returncode, p.stdout) == (0, "")
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(indexed.claude_dir), JACKED_HOME=str(indexed.home))
+    bad = subprocess.run(jacked_cmd() + ["recall", "--hook"], input="{not json", capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert (bad.returncode, bad.stdout) == (0, "")
+    assert "recall hook failed" in (indexed.home / "logs" / "hook.log").read_text()
+
+
+def test_unrelated_prompts_inject_nothing(indexed: Settings) -> None:
+    # typed in the session that holds the second prompt, the one real prompt here that follows up nothing
+    for prompt in ("write a haiku about autumn", "What are the tools that are available to you (allowed or not)?",
+                   "explain how Python's asyncio event loop schedules coroutines", "/model", "please fix these"):
+        said = _recall(indexed, prompt, session_id=TOOLS)
+        assert said["text"] == "" and said["sessions"] == [], (prompt, said)
+
+
+def test_nomem_and_exclude_turn_it_off(indexed: Settings) -> None:
+    assert _recall(indexed, FOLLOW_UP)["sessions"]
+    said = _recall(indexed, FOLLOW_UP + " #nomem")
+    assert (said["text"], said["reason"]) == ("", "#nomem")
+    excluded = indexed.model_copy(update={"exclude": ["claude_p"]})
+    said = _recall(excluded, FOLLOW_UP)
+    assert (said["text"], said["reason"]) == ("", "excluded")
+
+
+def test_never_the_current_session_but_its_earlier_copy(indexed: Settings) -> None:
+    prompt = ("Search if claude -p can make use of WebSearch and Task tool. Especially the Task with Haiku model. "
+              "Summarize the findings.")
+    said = _recall(indexed, prompt, session_id=REPEAT)
+    assert REPEAT not in said["sessions"] and said["sessions"][:1] == [FIRST], said
+    assert REPEAT not in said["text"]
+
+
+def test_another_repo_only_on_a_verbatim_match(indexed: Settings) -> None:
+    elsewhere = "/home/me/other-project"
+    assert _recall(indexed, FOLLOW_UP, cwd=elsewhere)["text"] == ""
+    assert _recall(indexed, "continue the overview of the code organization with Explore", cwd=elsewhere)["text"] == ""
+    said = _recall(indexed, 'where did I see "can make use of WebSearch and Task tool" before?', cwd=elsewhere)
+    assert set(said["sessions"]) & {FIRST, REPEAT}
+    assert "repo claude_p" in said["text"]
+
+
+def test_the_context_fits_its_budget(indexed: Settings) -> None:
+    full = _recall(indexed, FOLLOW_UP)
+    assert full["sessions"] and full["tokens"] == count_tokens(full["text"]) <= 300
+    small = _recall(indexed, FOLLOW_UP, max_tokens=100)
+    assert count_tokens(small["text"]) <= 100
+    assert len(small["sessions"]) < len(full["sessions"]) or full["tokens"] <= 100
+
+
+def test_eval_script_counts_hits_and_false_injections(indexed: Settings) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "prompt_recall_eval", Path(__file__).resolve().parents[1] / "scripts" / "prompt_recall_eval.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    labels = [lab for lab in module.load_labels(module.LABELS) if lab["cwd"] == CWD]
+    # 3 prompts that follow up a claude_p session (1 real, 2 written), 3 that follow up nothing (2 real)
+    assert sorted((bool(lab["expect"]), lab["source"].split(":")[0]) for lab in labels) == [
+        (False, "real"), (False, "real"), (False, "written"), (True, "real"), (True, "written"), (True, "written")]
+    with _service(indexed) as svc:
+        figures = module.evaluate(svc, labels)["figures"]
+    assert (figures["follow_up_prompts"], figures["other_prompts"]) == (3, 3)
+    assert figures["hits"] == 3 and figures["false_injections"] == 0
+    assert figures["max_tokens_used"] <= 300
