@@ -15,8 +15,7 @@ lexical pass: no embedding, so every session is findable by its words within min
 dense vectors are filled in afterwards, newest sessions first (the dense pass), and the points
 gain semantic search as they get them. Both passes record what they did per batch, so a
 backfill stopped at any moment (even by SIGKILL) resumes where it was: nothing already
-written is embedded or written again. Other processes that wait for the index (a search, a
-hook, `status`) are let in between batches. `JACKED_HOME/backfill.json` says how far each pass
+written is embedded or written again. `JACKED_HOME/backfill.json` says how far each pass
 is (`jacked status` reads it, with an ETA).
 """
 from __future__ import annotations

@@ -98,7 +98,7 @@ FULL_SCAN_KB = 1_000
 #: run (Qdrant's default: 10 MB). Points written by a backfill's lexical pass have no dense vector
 #: yet, so their segments stayed under the default, counted as not optimised: every optimisation
 #: merged them again with the newest points, past `MAX_SEGMENT_KB` — one 357 MB segment at 10,000
-#: sessions, the optimizer child mapping 600 MB at 3,000. With a low threshold they are indexed,
+#: sessions, the optimisation mapping 600 MB at 3,000. With a low threshold they are indexed,
 #: and so capped, once: 280 MB at 3,000 sessions.
 INDEXING_KB = 100
 #: Segments the merge optimizer aims for before it merges small ones (Edge merges everything
