@@ -267,8 +267,9 @@ def test_many_hooks_mcp_clients_and_a_backfill_at_once(homes: tuple[Path, Path, 
     for p in mcp:
         out, err = p.communicate("".join(json.dumps(r) + "\n" for r in requests).encode(), timeout=600)
         answers.append([json.loads(line) for line in out.decode().splitlines()])
-    for h in hooks:
-        out, err = h.communicate(timeout=600)
+    for h in hooks:  # not communicate(): their stdin is closed already (3.11's communicate flushes it)
+        h.wait(timeout=600)
+        out, err = h.stdout.read(), h.stderr.read()  # type: ignore[union-attr]
         assert h.returncode == 0 and not out and not err
     backfill_out, backfill_err = procs[0].communicate(timeout=900)
     assert procs[0].returncode == 0, backfill_err
