@@ -285,12 +285,13 @@ def test_kill9_during_the_glance_then_rerun_gives_the_points_of_a_clean_run(
     # pauses): the backfill is killed once a batch is written, the glance unfinished.
     backfill = [sys.executable, "-c", (
         "import pathlib, sys, time\n"
+        "marker = pathlib.Path(sys.argv[1])\n"
         "import jacked.index.glance as g\n"
         "g.BATCH_POINTS = 16\n"
         "write = g.Glance._write\n"
         "def written(self, store, pending):\n"
         "    write(self, store, pending)\n"
-        "    pathlib.Path(sys.argv[1]).touch()\n"
+        "    marker.touch()\n"
         "    time.sleep(0.5)\n"
         "g.Glance._write = written\n"
         "sys.argv = ['jacked', 'backfill', '--json']\n"
