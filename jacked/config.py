@@ -104,7 +104,7 @@ ALLOWED: dict[str, str] = {
     "jacked_home": "a directory path",
     "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode, aider",
     "archive": "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)",
-    "hook_sync": "true or false: the hook indexes before returning instead of in a child process",
+    "hook_sync": "true or false; no effect any more (the daemon queues a hook's work; without one the hook indexes before returning), read so older jacked.json files load",
     "anthropic_api_key": "an Anthropic API key, for `jacked summarize --llm api`",
     "exclude": ("globs of projects and paths whose sessions jacked never keeps, e.g. [\"~/work/client-*\", "
                 "\"secret-repo\"] (or \"~/a,~/b\"): a glob with / matches the session's cwd or transcript path "
@@ -390,7 +390,7 @@ class Settings(BaseSettings):
     # Transcript sources (jacked.sources.registry) not to read; each other one is read when its folder exists.
     disabled_sources: NameList = []  # pydantic copies a mutable default per instance
     archive: bool = True
-    hook_sync: bool = False
+    hook_sync: bool = False  # no effect: read so that older jacked.json files still load
     anthropic_api_key: NonEmptyStr | None = Field(None, repr=False)
     # Sessions never kept (jacked.ingest.privacy): forgotten as they are scanned.
     exclude: NameList = []

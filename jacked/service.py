@@ -26,13 +26,13 @@ class Jacked:
     """jacked for one user and one Claude directory."""
 
     def __init__(self, settings: Settings, scan: bool = True, rescan_seconds: float = 30.0,
-                 warn: Callable[[str], None] | None = None, hold_index: bool = False) -> None:
+                 warn: Callable[[str], None] | None = None, keep_index_open: bool = False) -> None:
         """`scan`: bring the catalog up to date before answering (False: answer from it as it is).
-        `warn`: where one-line warnings go (the CLI: stderr); None drops them. `hold_index`: keep the
-        index open between searches, handing it over when another process waits (a long-lived
-        server: `jacked mcp`)."""
+        `warn`: where one-line warnings go (the CLI: stderr); None drops them. `keep_index_open`:
+        open the index at its first use and keep it, with its lock, until `close()` (the daemon, the
+        one process that owns it); otherwise each call opens and closes it."""
         self.settings = settings
-        self.hold_index = hold_index
+        self.keep_index_open = keep_index_open
         self.scan_enabled = scan
         self.rescan_seconds = rescan_seconds
         self.warn = warn
@@ -56,18 +56,20 @@ class Jacked:
         if self._indexer is None:
             from jacked.index.indexer import Indexer
 
-            self._indexer = Indexer(self.settings, self.catalog)
-            if self.hold_index:
-                self._indexer.hold_store()
+            self._indexer = Indexer(self.settings, self.catalog, keep_store_open=self.keep_index_open)
         return self._indexer
 
     def close(self) -> None:
-        """Close the catalog connection and a held index (the next call opens them again)."""
-        if self._indexer is not None:
-            self._indexer.release_store()
+        """Close the catalog connection and a kept index (the next call opens them again)."""
+        self._close_index()
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = self._indexer = None
+
+    def _close_index(self) -> None:
+        """Close the kept index, if open: before work that opens the index on its own."""
+        if self._indexer is not None:
+            self._indexer.close_store()
 
     def _say(self, message: str) -> None:
         if self.warn is not None:
@@ -174,32 +176,6 @@ class Jacked:
         # Another agent's session, or one whose transcript is gone: the scan cataloged it.
         return self.indexer.index_sessions([self.session_id(target)])
 
-    def index_queue(self, next_batch: Callable[[], list[Any]], on_open: Callable[[], None],
-                    target_of: Callable[[Any], str], done: Callable[[list[Any]], None],
-                    on_error: Callable[[Exception], None]) -> Any:
-        """Hold the index open and index what `next_batch()` hands out until it returns nothing
-        (the hook's queue: entries that arrive meanwhile are indexed by this same holder). `on_open`
-        is called once the index is held; `done(batch)` after each batch; a target that cannot be
-        resolved goes to `on_error` and the others go on. The `IndexReport`."""
-        from jacked.index.indexer import IndexReport
-        from jacked.ingest.reading import ScanReport
-
-        report = IndexReport(scan=ScanReport())
-        with self.indexer.open_store(on_locked=on_open) as store:
-            while True:
-                batch = next_batch()
-                if not batch:
-                    return report
-                groups = []
-                for item in dict.fromkeys(batch):
-                    try:
-                        groups += self._groups_for(target_of(item))
-                    except Exception as e:  # noqa: BLE001 (one bad entry must not stop the others)
-                        on_error(e)
-                unique = {g.session_id: g for g in groups}
-                self.indexer.index_groups(store, list(unique.values()), report)
-                done(batch)
-
     def _groups_for(self, target: str) -> list[Any]:
         """The Claude session files a target names: a transcript path, or a session id or prefix
         (after a scan, which also catalogs sessions of the other agents: those are indexed below)."""
@@ -235,6 +211,7 @@ class Jacked:
                            else self.session_id(r))
         else:
             ids = select_sessions(catalog, repo, before)
+        self._close_index()  # the forgetting opens the index itself
         report = forget_sessions(self.settings, catalog, ids)
         self._indexer = None  # its store and caches may describe what is gone
         return report
@@ -278,7 +255,7 @@ class Jacked:
         """What the index and the catalog hold (the `status --json` object; no scan)."""
         from jacked.query.status import status
 
-        return status(self.settings)
+        return status(self.settings, self._indexer.kept_store if self._indexer is not None else None)
 
     def archive(self) -> dict[str, Any]:
         """What jacked's archive keeps (the `archive --json` object), after a scan archived what is new."""

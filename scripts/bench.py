@@ -636,9 +636,8 @@ def _phase_seconds(home: Path) -> dict[str, float]:
 
 
 def _watch_tree(home: Path, stop: threading.Event, peaks: dict[str, float]) -> None:
-    """Peak resident set of the backfill process itself and of the optimizer processes it starts,
-    each split into anonymous memory and file pages (the shard's memory-mapped segment files, which
-    the kernel can drop at will): what ru_maxrss (the largest of them) does not say."""
+    """Peak resident set of the backfill process, split into anonymous memory and file pages (the
+    shard's memory-mapped segment files, which the kernel can drop at will)."""
     import os
 
     mark = f"JACKED_HOME={home}".encode()
@@ -651,7 +650,7 @@ def _watch_tree(home: Path, stop: threading.Event, peaks: dict[str, float]) -> N
                 status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue
-            kind = "backfill" if b"backfill" in cmd else "optimizer" if b"shard.optimize()" in cmd else None
+            kind = "backfill" if b"backfill" in cmd else None
             if kind is None:
                 continue  # the probes' searches
             fields = {ln.split(":")[0]: int(ln.split()[1]) / 1024 for ln in status.splitlines()
@@ -717,8 +716,7 @@ ix = Indexer(settings)
 store = ix.open_store(must_exist=True)
 s = Searcher(settings, store, ix.dense, ix.sparse, ix.catalog)
 s.search("warm up the model", SearchOptions())
-# Round 0 reads the index as the previous command left the page cache (the MCP server closed
-# the shard: Qdrant drops its files); rounds 1-3 are the steady state of a long-lived process.
+# Round 0 reads the index just opened; rounds 1-3 are the steady state of a long-lived process.
 first, times, hits5, rr = [], [], 0, 0.0
 for rnd in range(4):
     for q in qs:
@@ -794,12 +792,12 @@ def _status_mb(pid: int, field: str) -> float:
 
 
 def _hook_run(claude: Path, home: Path, work: Path, truth: dict[str, object]) -> dict[str, float]:
-    """`jacked index --hook` (synchronous, JACKED_HOOK_SYNC=1, so its own peak is measured) after a
+    """`jacked index --hook` (in-process, JACKED_DAEMON=off, so its own peak is measured) after a
     one-turn append to a copy of a session's transcript."""
     import json
     import shutil
 
-    env = dict(_scale_env(claude, home), JACKED_HOOK_SYNC="1")
+    env = dict(_scale_env(claude, home), JACKED_DAEMON="off")
     s = next(x for x in truth["sessions"] if len(x.get("turns") or []) >= 2 and not x["malformed_lines"])  # type: ignore[index,union-attr]
     path = work / "hook" / Path(s["file"]).name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -836,8 +834,7 @@ def bench_scale(claude_dir: Path, repeat: int) -> dict[str, float]:
             row.update(backfill_s=bf["wall"], backfill_cpu=bf["cpu"], rss_backfill=bf["rss"], points=bf["points"],
                        texts=bf["texts"], planted_found_s=bf["found_s"],
                        bf_main_rss=bf.get("backfill_rss", 0.0), bf_main_anon=bf.get("backfill_anon", 0.0),
-                       bf_opt_rss=bf.get("optimizer_rss", 0.0), bf_opt_anon=bf.get("optimizer_anon", 0.0),
-                       bf_opt_file=bf.get("optimizer_file", 0.0), glance_s=bf.get("glance_s", 0.0),
+                       bf_main_file=bf.get("backfill_file", 0.0), glance_s=bf.get("glance_s", 0.0),
                        lexical_s=bf.get("lexical_s", 0.0), dense_s=bf.get("dense_s", 0.0),
                        optimize_s=bf.get("optimize_s", 0.0))
             bare = _bare_model(home, env)
@@ -887,14 +884,13 @@ def _print_scale(r: dict[str, float], first: dict[str, float]) -> None:
           f"{r['backfill_cpu'] / r['bare_cpu']:.2f} CPU (goal <= 1.3)")
     # The store's optimisations run in both passes (every `OPTIMIZE_EVERY` points written) and at the end.
     print(f"      passes: glance {r['glance_s']:.0f} s, lexical {r['lexical_s']:.0f} s, dense {r['dense_s']:.0f} s; "
-          f"waiting for the store's optimisations in all of them (segment and graph builds, merges, vacuums; "
-          f"they run beside other work when they can) {r['optimize_s']:.0f} s")
+          f"the store's optimisations in all of them (segment and graph builds, merges, vacuums) "
+          f"{r['optimize_s']:.0f} s")
     print(f"    planted phrase (oldest session) found by search after {r['planted_found_s']:.0f} s (goal <= 60)")
     print(f"    unchanged re-run         : {r['rerun_s']:8.2f} s, {int(r['rerun_embedded'])} texts embedded")
     print(f"    peak RSS backfill        : {r['rss_backfill']:6.0f} MB{flat('rss_backfill')}")
     print(f"      of which: the backfill process {r['bf_main_rss']:.0f} MB (anon {r['bf_main_anon']:.0f}); "
-          f"its optimizer child {r['bf_opt_rss']:.0f} MB (anon {r['bf_opt_anon']:.0f}, mapped segment files "
-          f"{r['bf_opt_file']:.0f}){flat('bf_main_rss')} (main)")
+          f"mapped segment files {r['bf_main_file']:.0f}){flat('bf_main_rss')}")
     print(f"    peak RSS cold search     : {r['rss_search']:6.0f} MB in {r['search_cold_s']:.2f} s (goal <= 300 MB, "
           f"<= 1.0 s){flat('rss_search')}")
     print(f"      anonymous (own) memory : {r['anon_search']:6.0f} MB{flat('anon_search')}")

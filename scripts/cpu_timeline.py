@@ -5,7 +5,7 @@
 Runs the backfill (JACKED_HOME should be empty but may hold `models/`), reads every second from
 /proc the CPU time of each thread of the backfill process and of its children, and prints per
 phase (from the progress file) the average use of: the main thread, the process's other threads
-(the model's, Qdrant's), the store's optimizer children, other children; and the idle rest of
+(the model's, Qdrant's), children; and the idle rest of
 the machine's cores. Linux only.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-GROUPS = ("main thread", "other threads", "optimizer", "other children")
+GROUPS = ("main thread", "other threads", "children")
 
 
 def _ticks(pid: int) -> dict[int, int]:
@@ -48,14 +48,9 @@ def _children(pid: int) -> list[int]:
 def _processes(root: int) -> list[tuple[int, str]]:
     """The backfill and its descendants, each with its group."""
     found = [(root, "main")]
-    todo = [(c, None) for c in _children(root)]
+    todo = [(c, "children") for c in _children(root)]
     while todo:
         pid, kind = todo.pop()
-        if kind is None:
-            try:
-                kind = "optimizer" if b"shard.optimize" in Path(f"/proc/{pid}/cmdline").read_bytes() else "other children"
-            except OSError:
-                continue
         found.append((pid, kind))
         todo += [(c, kind) for c in _children(pid)]
     return found

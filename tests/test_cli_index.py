@@ -123,3 +123,36 @@ def test_progress_bar_starts_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
         assert bar is not None
         bar("scan", 1, 2)  # type: ignore[operator]
         assert threading.active_count() == before
+
+
+def test_without_a_daemon_the_hook_has_indexed_the_new_turn_when_it_returns(
+        corpus: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    """With JACKED_DAEMON=off the hook indexes in its own process: once it returns, the new turn is
+    in the index and nothing holds the index any more."""
+    import uuid
+
+    from jacked.index.store.edge import EdgeStore
+    from jacked.surfaces.daemon.protocol import daemon_enabled
+
+    if daemon_enabled():
+        pytest.skip("the suite runs through a daemon: the hook only queues the turn")
+    claude, home = tmp_path / "claude", tmp_path / "home"
+    shutil.copytree(corpus[0], claude)
+    shutil.copytree(corpus[1], home)
+    transcript = claude / corpus[2]["src"]["file"]
+    lines = [json.loads(x) for x in transcript.read_text().splitlines() if x.strip()]
+    prompt = next(x for x in reversed(lines) if x.get("type") == "user" and isinstance(x["message"]["content"], str))
+    last = next(x for x in reversed(lines) if x.get("uuid"))
+    phrase = "quokka ledger reconciliation by moonlight"
+    turn = dict(prompt, uuid=str(uuid.uuid4()), parentUuid=last["uuid"], timestamp="2030-01-01T00:00:00.000Z",
+                message=dict(prompt["message"], content=f"Please plan the {phrase} now."))
+    with transcript.open("a") as fh:
+        fh.write(json.dumps(turn) + "\n")
+    p = run(["index", "--hook"], home, claude, stdin=json.dumps({"transcript_path": str(transcript)}))
+    assert p.returncode == 0 and p.stdout == ""
+    store = EdgeStore(home / "index", lock_timeout=0).open(None, None)  # StoreBusy if anything still held it
+    try:
+        texts = [h.payload.get("text") or "" for h in store.scroll(fields=["text"])]
+    finally:
+        store.close()
+    assert sum(phrase in t for t in texts) >= 1

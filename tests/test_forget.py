@@ -28,7 +28,6 @@ from jacked.index.store.base import Point
 from jacked.index.store.edge import EdgeStore
 from jacked.service import Jacked
 from jacked.surfaces.hook import log_problem
-from jacked.surfaces.hookqueue import HookQueue
 
 PROJECTS = ("-src-deep-manifest", "-experiments-worktrees", "-src-experiments-claude_p", "-experiments-ideas")
 # Distinctive strings of the session forgotten below (a7da6a22, deep-manifest): two prompts, a tool's
@@ -81,7 +80,9 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> di
     transcript = claude / "projects" / "-src-deep-manifest" / f"{DEEP}.jsonl"
     log_problem(home, f"hook: transcript {transcript} not found; nothing indexed")
     log_problem(home, "hook: another line that stays")
-    HookQueue(home).put(str(transcript))
+    queued = home / "daemon" / "queue"  # a hook's request the daemon has not done yet
+    queued.mkdir(parents=True)
+    (queued / "00000000000000000001-000001.json").write_text(json.dumps({"target": str(transcript)}))
     return {"claude": claude, "home": home, "ada": ada, "bob": bob, "transcript": transcript}
 
 
@@ -118,7 +119,7 @@ def test_forget_leaves_no_byte_of_the_session_and_backfill_does_not_bring_it_bac
     assert _points(ada, of_session) == 0 and _points(ada) == total - points
     log = (home / "logs" / "hook.log").read_text()
     assert DEEP not in log and "another line that stays" in log
-    assert not list((home / "queue").glob("*.json"))
+    assert not list((home / "daemon" / "queue").glob("*.json"))
     catalog = Catalog(ada.catalog_path)
     try:
         assert catalog.get_session_row(DEEP) is None

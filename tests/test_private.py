@@ -43,8 +43,9 @@ def test_the_issue_find_finds_nothing_after_backfill_search_and_hook(tmp_path: P
     shutil.copytree(REAL / "projects" / project, claude / "projects" / project)
     home = tmp_path / "home"
     env = {"CLAUDE_CONFIG_DIR": str(claude), "JACKED_HOME": str(home), "JACKED_USER_NAME": "ada",
-           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "JACKED_HOOK_SYNC": "1",
-           "JACKED_DAEMON": os.environ.get("JACKED_DAEMON", "")}
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    # The suite's mode (conftest.py): in-process, or through a daemon.
+    env.update({k: os.environ[k] for k in ("JACKED_DAEMON", "JACKED_DAEMON_IDLE_MINUTES") if k in os.environ})
 
     def jacked(*args: str, stdin: str = "") -> None:
         code = (f"import os, sys; os.umask(0o022); sys.argv = ['jacked', *{list(args)!r}]; "

@@ -1,12 +1,10 @@
-"""A backfill at scale (issue 15): two passes, resumable at any moment, readers let in, memory flat.
+"""A backfill at scale (issue 15): two passes, resumable at any moment, memory flat.
 
 * the lexical pass writes every session's points with their BM25 vector only, and search finds
   them by their words before any dense vector exists; the dense pass fills the vectors in;
 * `kill -9` at any moment of the two passes, then a re-run: the same points as a clean run, and
   nothing embedded twice (but for the one round in flight);
-* a process waiting for the index (a search, a hook) is let in between the backfill's batches;
-* a store opened to answer queries keeps none of the shard mapped (the pages a load reads
-  leave the resident set); a shard made by an older jacked takes the cold layout;
+* a shard made by an older jacked takes the cold layout;
 * the glance a cold backfill starts with makes every session findable by its prompts before the
   lexical pass reads it; no glance point outlives the backfill, killed during the glance or not.
 """
@@ -17,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -56,7 +53,8 @@ def clean(clean_run: tuple[Path, dict[str, Any]]) -> tuple[dict[str, Any], dict[
 
 def _env(claude: Path, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
-    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), JACKED_USER_NAME="ada")
+    # In-process: the tests kill the backfill's own process.
+    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), JACKED_USER_NAME="ada", JACKED_DAEMON="off")
     return env
 
 
@@ -137,7 +135,7 @@ def test_kill9_at_any_moment_then_rerun_gives_the_points_of_a_clean_run(
         # while texts are embedded (a round's vectors not written yet), twice
         lambda p: p.get("phase") == "dense" and (p.get("dense") or {}).get("texts_embedded", 0) > 0,
         lambda p: p.get("phase") == "dense" and (p.get("dense") or {}).get("texts_embedded", 0) > 64,
-        lambda p: p.get("phase") == "optimize",  # while a child process optimises the shard
+        lambda p: p.get("phase") == "optimize",  # while the shard is optimised
     ]
     kills = sum(_run_until(claude, home, moment) for moment in moments)
     assert kills >= 3, "the backfill ended before it could be killed three times: make the corpus larger"
@@ -283,34 +281,54 @@ def test_kill9_during_the_glance_then_rerun_gives_the_points_of_a_clean_run(
     assert report["glance_points"] > 0
     assert not [p for p in want.values() if json.loads(p[4]).get("glance")]  # none outlives a backfill
 
+    # The glance writes 16 points at a time (not 1,024) and says so in a file after each batch (then
+    # pauses): the backfill is killed once a batch is written, the glance unfinished.
+    backfill = [sys.executable, "-c", (
+        "import pathlib, sys, time\n"
+        "marker = pathlib.Path(sys.argv[1])\n"
+        "import jacked.index.glance as g\n"
+        "g.BATCH_POINTS = 16\n"
+        "write = g.Glance._write\n"
+        "def written(self, store, pending):\n"
+        "    write(self, store, pending)\n"
+        "    marker.touch()\n"
+        "    time.sleep(0.5)\n"
+        "g.Glance._write = written\n"
+        "sys.argv = ['jacked', 'backfill', '--json']\n"
+        "from jacked.surfaces.cli.entry import run\n"
+        "run()\n")]
     for attempt in range(3):
         home = tmp_path / f"killed{attempt}"
-        proc = subprocess.Popen(JACKED + ["backfill", "--json"], env=_env(claude, home),
+        marker = tmp_path / f"glance-written{attempt}"
+        proc = subprocess.Popen(backfill + [str(marker)], env=_env(claude, home),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        phase = None
         try:
             deadline = time.monotonic() + 120
-            while not (home / "index" / "shard").exists() and time.monotonic() < deadline:
-                time.sleep(0.005)
-            # Queue for the index: the backfill lets waiters in after each batch of glance points;
-            # holding it, kill the backfill where it stands.
-            store = EdgeStore(home / "index", lock_timeout=120).open(None, None)
-            try:
-                phase = _progress(home).get("phase")
-                glanced = store.count(SearchFilter(content_types=[CONTENT_TYPE], extra=[("set", MARK, None)]))
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-            finally:
-                store.close()
+            while proc.poll() is None and time.monotonic() < deadline:
+                if marker.exists():
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    phase = _progress(home).get("phase")
+                    break
+                time.sleep(0.01)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        if phase == "glance" and glanced > 0:
+        if phase != "glance":
+            continue
+        store = EdgeStore(home / "index").open(None, None)
+        try:
+            glanced = store.count(SearchFilter(content_types=[CONTENT_TYPE], extra=[("set", MARK, None)]))
+        finally:
+            store.close()
+        if glanced > 0:
             break
     else:
-        pytest.fail("never let in during the glance")
+        pytest.fail("never killed during the glance with glance points written")
     last = _backfill_json(claude, home)
-    assert not last["errors"] and last["glance_points"] == glanced  # glanced again, then replaced
+    assert not last["errors"] and last["glance_points"] == report["glance_points"]  # glanced again, then replaced
     assert _points(home) == want
 
 
@@ -360,91 +378,6 @@ def test_lexical_pass_first_search_finds_by_words_then_dense_pass_fills_in(
     assert search_many(settings, [para["query"]], SearchOptions(limit=5))[0]["results"]
     state = backfill_state(settings.home)
     assert state is not None and state["phase"] == "done" and state["running"] is False
-
-
-_HOLDER = textwrap.dedent("""
-    import sys, time
-    from jacked.index.store import Point
-    from jacked.index.store.edge import EdgeStore
-    store = EdgeStore(sys.argv[1], lock_timeout=30).open("m", 4)
-    print("held", flush=True)
-    end = time.monotonic() + float(sys.argv[2])
-    n = 0
-    while time.monotonic() < end:  # a long writer: a point per round, waiters let in between rounds
-        store.upsert([Point(id=f"00000000-0000-4000-8000-{n:012d}", payload={"n": n}, dense=[1.0, 0, 0, 0])])
-        n += 1
-        store.let_waiters_in()
-        time.sleep(0.05)
-    store.close()
-    print("done", n, flush=True)
-""")
-
-
-def test_a_waiting_reader_is_let_in_between_batches(tmp_path: Path) -> None:
-    from jacked.index.store.edge import EdgeStore
-
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "index"), "20"],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        time.sleep(0.3)
-        t = time.monotonic()
-        store = EdgeStore(tmp_path / "index", lock_timeout=15).open(None, None)
-        try:
-            waited = time.monotonic() - t
-            assert store.count() > 0  # sees what the writer wrote so far
-        finally:
-            store.close()
-        assert waited < 10, f"waited {waited:.1f}s for a writer that lets waiters in every round"
-        assert holder.poll() is None  # the writer goes on afterwards
-        out, _ = holder.communicate(timeout=60)
-        assert out.startswith("done")
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
-    assert not list((tmp_path / "index" / "index.waiting").iterdir())
-
-
-def _mapped_kb(root: Path) -> int:
-    total, inside = 0, False
-    prefix = str(root.resolve())
-    with open("/proc/self/smaps", encoding="utf-8") as fh:
-        for line in fh:
-            first = line.split(None, 1)[0]
-            if not first.endswith(":") or "-" in first:
-                parts = line.split()
-                inside = len(parts) > 5 and parts[5].startswith(prefix)
-            elif inside and first == "Rss:":
-                total += int(line.split()[1])
-    return total
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resident pages are read from /proc")
-def test_an_opened_store_keeps_none_of_the_shard_resident(tmp_path: Path) -> None:
-    import random
-
-    from jacked.index.embed import SparseVector
-    from jacked.index.store import Point
-    from jacked.index.store.edge import EdgeStore
-
-    rng = random.Random(3)
-    store = EdgeStore(tmp_path / "index").open("m", 64)
-    store.upsert([Point(id=f"00000000-0000-4000-8000-{i:012d}",
-                        payload={"session_id": f"s{i % 50}", "content_type": "plan", "text": "x" * 500},
-                        dense=[rng.random() for _ in range(64)], sparse=SparseVector([i % 97, 1000 + i], [1.0, 1.0]))
-                  for i in range(6000)])
-    store.close()
-    store = EdgeStore(tmp_path / "index").open(None, None)
-    try:
-        # A load reads the WAL and the appendable segment's files: they leave the resident set.
-        assert _mapped_kb(tmp_path / "index") < 2048
-        hits = store.search([rng.random() for _ in range(64)], SparseVector([5], [1.0]), limit=10)
-        assert hits
-        store.release_memory()
-        assert _mapped_kb(tmp_path / "index") < 2048
-    finally:
-        store.close()
 
 
 def test_a_shard_of_an_older_jacked_takes_the_cold_layout(tmp_path: Path) -> None:
@@ -580,218 +513,34 @@ def test_a_bulk_load_keeps_segments_apart_and_the_next_optimisation_merges_them(
         store.close()
 
 
-def test_a_bulk_loads_merge_can_run_before_its_last_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`merge_bulk` merges the bulk load's segments in the background while the load goes on; the
-    writes after it only add a segment, which the closing optimisation builds and merges."""
-    import random
-
-    import jacked.index.store.edge as edge
-    from jacked.index.store import Point
-    from jacked.index.store.edge import SEGMENTS, EdgeStore
-
-    monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 600)
-    dims, rounds, per_round = 64, SEGMENTS + 3, 600
-    rng = random.Random(5)
-    shard = tmp_path / "index" / "shard"
-
-    def segments() -> int:
-        return sum(1 for d in (shard / "segments").iterdir() if d.is_dir())
-
-    def points(r: int) -> list[Any]:
-        return [Point(id=f"00000000-0000-4000-8000-{r * per_round + i:012d}", payload={"session_id": f"s{r}"},
-                      dense=[rng.uniform(-1, 1) for _ in range(dims)]) for i in range(per_round)]
-
-    store = EdgeStore(tmp_path / "index").open("m", dims)
-    try:
-        with store.bulk():
-            for r in range(rounds):
-                store.upsert(points(r))
-                store.upkeep()
-            before = segments()
-            assert before > SEGMENTS + 2
-            store.merge_bulk(wait=False)
-            assert store.optimizing and store._shard is None  # the child merges; this process goes on
-            store.upsert(points(rounds))  # the load's last writes wait for it
-            assert store._optimizing is None and segments() <= SEGMENTS + 1 < before
-            record = json.loads((tmp_path / "index" / "index.upkeep.json").read_text())
-            assert "merge" not in record  # merged already: the next writer need not
-        store.optimize()
-        assert segments() <= SEGMENTS + 1 and store.count() == (rounds + 1) * per_round
-        found = store.retrieve([f"00000000-0000-4000-8000-{rounds * per_round + 3:012d}"], ["session_id"])
-        assert [h.payload["session_id"] for h in found] == [f"s{rounds}"]
-    finally:
-        store.close()
-
-
-def test_a_writer_let_in_during_another_process_bulk_load_leaves_the_optimisations_to_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """While a live process is in a bulk load (a backfill that let a hook in), the upkeep record
-    names it and other writers do not optimise, not even the merge it left due; once it is gone
-    (killed), the next writer does."""
-    import jacked.index.store.edge as edge
-    from jacked.index.store import Point
-    from jacked.index.store.edge import EdgeStore
-
-    monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 50)
-    record = tmp_path / "index" / "index.upkeep.json"
-    store = EdgeStore(tmp_path / "index").open("m", 4)
-    try:
-        with store.bulk():
-            assert json.loads(record.read_text())["bulk_pid"] == os.getpid()
-        assert "bulk_pid" not in json.loads(record.read_text())
-    finally:
-        store.close()
-    backfill = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        record.write_text(json.dumps({"merge": True, "bulk_pid": backfill.pid}))
-        hook = EdgeStore(tmp_path / "index").open("m", 4)
-        try:
-            hook.upsert([Point(id=f"00000000-0000-4000-8000-{i:012d}", payload={}, dense=[1.0, 0, 0, float(i)])
-                         for i in range(60)])
-            assert not hook.upkeep_due() and not hook.upkeep()
-        finally:
-            hook.close()
-    finally:
-        backfill.kill()
-        backfill.wait()
-    hook = EdgeStore(tmp_path / "index").open("m", 4)
-    try:
-        assert hook.upkeep_due() and hook.upkeep()
-        assert json.loads(record.read_text()) == {}
-    finally:
-        hook.close()
-
-
-def test_an_optimisation_runs_in_the_background_until_the_store_is_next_used(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`upkeep(wait=False)` starts the optimizer child and returns with the shard closed; the next
-    use of the store waits for the child, loads the optimised shard and finds every point; a close
-    during the optimisation waits for it too, and the index opens again whole."""
-    import random
-
-    import jacked.index.store.edge as edge
-    from jacked.index.store import Point
-    from jacked.index.store.edge import EdgeStore
-
-    monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 600)
-    dims, per_round = 64, 600
-    rng = random.Random(11)
-
-    def points(r: int) -> list[Any]:
-        return [Point(id=f"00000000-0000-4000-8000-{r * per_round + i:012d}", payload={"session_id": f"s{r}"},
-                      dense=[rng.uniform(-1, 1) for _ in range(dims)]) for i in range(per_round)]
-
-    store = EdgeStore(tmp_path / "index").open("m", dims)
-    try:
-        store.upsert(points(0))
-        assert store.upkeep(wait=False) is True
-        child = store._optimizing.child  # type: ignore[union-attr]
-        assert child is not None and store._shard is None  # closed in this process while the child works
-        assert store.upkeep(wait=False) is False  # one at a time
-        assert store.count() == per_round  # waits for the child, then reads the optimised shard
-        assert child.returncode == 0 and store._optimizing is None and store._shard is not None
-        assert store.writes_pending == 0  # counted as optimised
-        store.upsert(points(1))
-        assert store.upkeep(wait=False) is True
-        child = store._optimizing.child  # type: ignore[union-attr]
-    finally:
-        store.close()  # mid-optimisation: waits for it, then closes
-    assert child.returncode == 0
-    store = EdgeStore(tmp_path / "index").open(None, None)
-    try:
-        assert store.count() == 2 * per_round and store.writes_pending == 0
-        found = store.retrieve([f"00000000-0000-4000-8000-{per_round + 5:012d}"], ["session_id"])
-        assert [h.payload["session_id"] for h in found] == ["s1"]
-    finally:
-        store.close()
-
-
-def test_the_dense_pass_embeds_while_an_optimisation_runs_and_ends_with_a_clean_runs_points(
+def test_the_dense_pass_optimises_between_rounds_and_ends_with_a_clean_runs_points(
         corpus: tuple[Path, dict[str, Any]], clean: tuple[dict[str, Any], dict[str, Any]], dense_embedder: Any,
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With optimisations due every few rounds, rounds read ahead are embedded while the optimizer
-    child works, their vectors written after it: the index ends with a clean run's points."""
+    """With optimisations due every few rounds, the dense pass runs them between its rounds (in
+    this process) and the index ends with a clean run's points."""
     import jacked.index.dense_pass as dense_pass
     import jacked.index.store.edge as edge
+    from jacked.index.store.edge import EdgeStore
 
     monkeypatch.setattr(edge, "OPTIMIZE_EVERY", 120)
     monkeypatch.setattr(dense_pass, "DENSE_BATCH_POINTS", 8)
-    monkeypatch.setattr(dense_pass, "AHEAD_ROUNDS", 6)
-    import threading
+    phases: list[str] = []  # the backfill's phase at each optimisation
+    optimize = EdgeStore.optimize
+    log_phase: list[str] = ["?"]
 
-    from jacked.index.embed import DenseEmbedder
+    def watched(self: EdgeStore) -> None:
+        phases.append(log_phase[0])
+        optimize(self)
 
-    stores: list[Any] = []
-    seen: list[bool] = []  # for each model call of the dense pass (its own thread): the child was at work
-    open_store, embed_documents = Indexer.open_store, DenseEmbedder.embed_documents
+    def progress(phase: str, done: int, total: int) -> None:
+        log_phase[0] = phase
 
-    def remember(self: Indexer, *a: Any, **k: Any) -> Any:
-        stores.append(open_store(self, *a, **k))
-        return stores[-1]
-
-    def watched(self: DenseEmbedder, texts: Any, *a: Any, **k: Any) -> Any:
-        if threading.current_thread().name.startswith("jacked-dense"):
-            seen.append(stores[-1].optimizing)
-        return embed_documents(self, texts, *a, **k)
-
-    monkeypatch.setattr(Indexer, "open_store", remember)
-    monkeypatch.setattr(DenseEmbedder, "embed_documents", watched)
+    monkeypatch.setattr(EdgeStore, "optimize", watched)
     settings = load_settings(corpus[0], jacked_home=str(tmp_path / "home"), user_name="ada")
-    report = Indexer(settings).backfill()
+    report = Indexer(settings).backfill(progress=progress)
     assert report.points_dense_filled == clean[0]["points_dense_filled"] > 0
-    assert any(seen) and not all(seen)  # some rounds embedded beside the child, others not
+    assert phases.count("dense") >= 2  # due every 120 points, the pass writes more than that
     assert _points(tmp_path / "home") == clean[1]
-
-
-def test_the_dense_pass_starts_the_closing_merge_before_its_last_rounds(
-        corpus: tuple[Path, dict[str, Any]], clean: tuple[dict[str, Any], dict[str, Any]], dense_embedder: Any,
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Once every round is read and few are left to write (one per MERGE_POINTS_PER_ROUND points of
-    the index), the merge that ends the bulk load starts; the rounds left are written after it, and
-    the index has a clean run's points."""
-    import jacked.index.dense_pass as dense_pass
-    from jacked.index.store.edge import EdgeStore
-
-    monkeypatch.setattr(dense_pass, "DENSE_BATCH_POINTS", 16)
-    monkeypatch.setattr(dense_pass, "MERGE_POINTS_PER_ROUND", 200)
-    merges: list[int] = []  # dense points still to write when the merge started
-    reports: list[Any] = []
-    merge_bulk, fill_dense = EdgeStore.merge_bulk, Indexer._fill_dense
-
-    def watched_fill(self: Indexer, store: Any, report: Any, *a: Any, **k: Any) -> Any:
-        reports.append(report)
-        return fill_dense(self, store, report, *a, **k)
-
-    def watched_merge(self: EdgeStore, *a: Any, **k: Any) -> Any:
-        merges.append(clean[0]["points_dense_filled"] - reports[-1].points_dense_filled)
-        return merge_bulk(self, *a, **k)
-
-    monkeypatch.setattr(Indexer, "_fill_dense", watched_fill)
-    monkeypatch.setattr(EdgeStore, "merge_bulk", watched_merge)
-    settings = load_settings(corpus[0], jacked_home=str(tmp_path / "home"), user_name="ada")
-    report = Indexer(settings).backfill()
-    assert report.points_dense_filled == clean[0]["points_dense_filled"] > 0
-    rounds_left = max(1, report.points_written // 200)  # the index holds the points written, glance points gone
-    assert len(merges) == 1 and 0 < merges[0] <= rounds_left * 16
-    assert _points(tmp_path / "home") == clean[1]
-
-
-def test_points_rewritten_while_others_were_let_in_are_left_for_the_next_run(tmp_path: Path) -> None:
-    """`still_held` keeps only the points the store still holds with the content hash read."""
-    from jacked.index.dense_pass import still_held
-    from jacked.index.store import Point
-    from jacked.index.store.edge import EdgeStore
-
-    ids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(3)]
-    store = EdgeStore(tmp_path / "index").open("m", 4)
-    try:
-        store.upsert([Point(id=pid, payload={"content_hash": f"h{i}"}, dense=[1.0, 0, 0, 0]) for i, pid in enumerate(ids)])
-        store.set_payload([ids[1]], {"content_hash": "rewritten"})  # as a hook let in would
-        store.delete_points([ids[2]])
-        kept = still_held(store, [(ids[0], "s", "h0"), (ids[1], "s", "h1"), (ids[2], "t", "h2")])
-        assert kept == [(ids[0], "s", "h0")]
-    finally:
-        store.close()
 
 
 def test_a_filter_on_a_field_without_payload_links_still_finds_its_nearest_points(

@@ -52,3 +52,33 @@ def test_views_take_a_prefix(jacked: Jacked) -> None:
 def test_an_unknown_session_is_a_user_error(jacked: Jacked) -> None:
     with pytest.raises(JackedError, match="no session"):
         jacked.turns("ffffffff")
+
+
+def test_a_service_that_keeps_the_index_open_holds_it_until_closed(jacked: Jacked) -> None:
+    """`keep_index_open` (the daemon's service): the index is loaded once and kept, with its lock,
+    across calls — writes, searches and `status` alike — and let go by `close()`."""
+    from jacked.index.store import StoreBusy
+    from jacked.index.store.edge import EdgeStore
+
+    settings = load_settings(jacked.settings.claude_dir, jacked_home=str(jacked.settings.home), user_name="ada",
+                             lock_timeout_s=1)
+    index = settings.home / "index"
+    kept = Jacked(settings, scan=False, keep_index_open=True)
+    try:
+        assert kept.backfill().errors == []
+        store = kept.indexer.kept_store
+        assert store is not None
+        first = kept.search('"claude -p"', SearchOptions(limit=3))
+        assert first["results"] and kept.indexer.kept_store is store  # the same open store
+        with pytest.raises(StoreBusy):  # held by this service between calls
+            EdgeStore(index, lock_timeout=0).open(None, None)
+        status = kept.status()  # from the kept store: a second open would wait for its own lock
+        assert status["points"] == store.count() > 0 and kept.indexer.kept_store is store
+        assert kept.search('"claude -p"', SearchOptions(limit=3)) == first
+    finally:
+        kept.close()
+    again = EdgeStore(index, lock_timeout=0).open(None, None)  # let go
+    try:
+        assert again.count() == status["points"]
+    finally:
+        again.close()

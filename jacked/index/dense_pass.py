@@ -6,17 +6,8 @@ those the vector cache holds are taken from it, the rest are embedded on a threa
 own, and the vectors are written (`update_vectors`, `embedding_model` set in the payload) and
 recorded in the catalog. The model runs a round ahead of the writes: while this thread writes a
 round, the model embeds the next one (one core sat idle during the writes otherwise: 21 % of two
-cores over the pass at 1,000 sessions).
+cores over the pass at 1,000 sessions). The store's optimisations (`upkeep`) run between rounds.
 
-Two waits are filled with embedding:
-* when the store is due an optimisation, the texts of the next `AHEAD_ROUNDS` rounds are read
-  first; the optimisation then runs in the background (`upkeep(wait=False)`) while they are
-  embedded, and their vectors are written once it is done;
-* near the end, the merge that ends a bulk load starts in the background (`merge_bulk`) while
-  the last rounds are embedded (see `MERGE_POINTS_PER_ROUND`).
-
-A process waiting for the index (a hook, a search) is let in between rounds and while the model
-works; it may rewrite points read before, so those are checked again before they are written.
 A pass stopped at any moment (even by SIGKILL) redoes at most its round in flight: each chunk of
 vectors is cached as it is made, and each round is recorded once written.
 """
@@ -40,18 +31,8 @@ from jacked.catalog import Catalog, index_state
 # other at its end: with 32 texts a chunk the dense pass took 104.1 / 106.9 s at 1,000 sessions,
 # with 128 99.1 / 96.8 s.
 DENSE_BATCH_POINTS = 512
-# Rounds read ahead of an optimisation, to embed while it runs in the background: an optimisation
-# of `OPTIMIZE_EVERY` points takes ~20-30 s on 2 cores, a round's ~100 texts ~3-4 s.
-AHEAD_ROUNDS = 12
-# The pass's last rounds: once no more are left to write than the index holds points per
-# `MERGE_POINTS_PER_ROUND` (at least one), the merge that ends a bulk load starts in the background
-# (`merge_bulk`) and the model embeds those rounds meanwhile; what they write afterwards is a small
-# segment for the final optimisation. The merge's time grows with the index, a round's does not:
-# at 10,000 sessions (237k points) the merge took 66 s alone, with three quarters of a core idle;
-# beside the model ~90-105 s, while each of the rounds left took ~12 s.
-MERGE_POINTS_PER_ROUND = 30_000
 EMBED_CHUNK = 128
-#: How often the pass, waiting for the model's thread, lets in a process that waits for the index.
+#: How often the pass, waiting for the model's thread, writes its progress.
 POLL_SECONDS = 0.25
 # Sessions whose waiting points are read from the catalog at a time.
 SESSIONS_READ = 200
@@ -97,7 +78,6 @@ class _Round:
 
     part: list[PendingPoint]
     held: dict[str, dict[str, Any]]
-    read_at: int  # handovers to other processes before the read (a later one: read again)
     ok: list[PendingPoint] = field(default_factory=list)  # points whose text was read as recorded
     vectors: dict[str, array[float]] = field(default_factory=dict)
     # The texts the vector cache did not hold, being embedded on the model's thread: (text, vector) pairs.
@@ -107,18 +87,11 @@ class _Round:
     borrowed: list[str] = field(default_factory=list)  # texts the round before was embedding: cached by now
 
 
-def still_held(store: Any, points: list[PendingPoint]) -> list[PendingPoint]:
-    """Those of `points` the store still holds with that content hash."""
-    now = {h.id: h.payload.get("content_hash") for h in store.retrieve([pid for pid, _, _ in points],
-                                                                       ["content_hash"])}
-    return [p for p in points if now.get(p[0]) == p[2]]
-
-
 class DensePass:
     """One dense pass over `store` for the indexer's user (see the module doc)."""
 
     def __init__(self, indexer: _Indexer, store: Any, report: _Report, progress: Progress | None,
-                 log: _Log, optimize_after_points: int) -> None:
+                 log: _Log) -> None:
         self.indexer = indexer
         self.catalog = indexer.catalog
         self.user = indexer.user
@@ -127,17 +100,9 @@ class DensePass:
         self.report = report
         self.progress = progress
         self.log = log
-        # The bulk load's closing merge is started near the end when the backfill ends with an
-        # optimisation anyway: once it wrote this many points.
-        self.optimize_after_points = optimize_after_points
-        self.merge_early = False
-        self.merge_rounds = 0
         self.total = 0  # points waiting when the pass began
         self.filled = 0
-        self.passed = 0  # points of the rounds written (those found rewritten meanwhile too)
-        self.handovers = 0  # times other processes were let in (they may write)
         self.ahead: deque[_Round] = deque()
-        self.read_all = False  # every round is read (those left are in `ahead`)
         self.upcoming: Iterator[list[PendingPoint]] = iter(())
         self.stopping = False
         self.in_flight: set[str] = set()  # texts sent to the model's thread and not cached yet
@@ -150,11 +115,7 @@ class DensePass:
         self.total = index_state.index_counts(self.catalog, self.user)["points_pending_dense"]
         self.log.dense_start(self.total)
         self.upcoming = self._rounds(sessions)
-        self.merge_early = self.report.points_written + self.total >= self.optimize_after_points
-        if self.merge_early:
-            self.merge_rounds = max(1, self.store.count() // MERGE_POINTS_PER_ROUND)
         self.model_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jacked-dense")
-        unwritten: list[_Round] = []
         self._read_ahead(1)
         try:
             while self.ahead:
@@ -165,17 +126,8 @@ class DensePass:
                 if self.ahead and not self.ahead[0].prepared:
                     self._prepare(self.ahead[0])  # queued behind this round's texts on the model's thread
                 self._await_vectors(r)
-                unwritten.append(r)
-                if self.store.optimizing and self.ahead:
-                    continue  # the optimizer child still works: embed the next round read ahead
-                for done in unwritten:
-                    self._write(done)
-                unwritten.clear()
-                self._merge_near_the_end()
-                self._read_ahead(AHEAD_ROUNDS if self.store.upkeep_due() else 1)
-                self.store.upkeep(wait=False)
-                self._let_in()
-                self.store.release_memory()  # the payload pages read for the texts, the pages written
+                self._write(r)
+                self.store.upkeep()
         finally:
             self.stopping = True
             self.model_thread.shutdown(wait=True, cancel_futures=True)
@@ -191,13 +143,9 @@ class DensePass:
         while len(self.ahead) < n:
             part = next(self.upcoming, None)
             if not part:
-                self.read_all = True
                 return
             held = {h.id: h.payload for h in self.store.retrieve([pid for pid, _, _ in part], ["text", "content_hash"])}
-            self.ahead.append(_Round(part, held, self.handovers))
-
-    def _let_in(self) -> None:
-        self.handovers += self.store.let_waiters_in()
+            self.ahead.append(_Round(part, held))
 
     def _embed(self, texts: list[str], r: _Round) -> list[tuple[str, Sequence[float]]]:
         """On the model's thread: the texts' vectors, a chunk at a time."""
@@ -229,8 +177,7 @@ class DensePass:
         r.embedding = self.model_thread.submit(self._embed, missing, r) if missing else None
 
     def _await_vectors(self, r: _Round) -> None:
-        """Wait for the round's texts from the model's thread (letting waiting processes in
-        meanwhile), cache them, and take those the round before embedded from the cache."""
+        """Wait for the round's texts from the model's thread (writing progress meanwhile), cache them, and take those the round before embedded from the cache."""
         if r.embedding is not None:
             while True:
                 try:
@@ -238,7 +185,6 @@ class DensePass:
                     break
                 except FutureTimeout:
                     self.log.dense(self.filled, self.report.texts_embedded + r.embedded_so_far)
-                    self._let_in()  # a hook or a search waiting for the index gets it meanwhile
             self.indexer.remember_embedded(embedded, self.report)
             r.vectors.update((t, array("f", v)) for t, v in embedded)
             self.in_flight.difference_update(t for t, _ in embedded)
@@ -248,8 +194,6 @@ class DensePass:
 
     def _write(self, r: _Round) -> None:
         """Write the round's vectors (of the points still as read) and record them."""
-        if r.ok and r.read_at != self.handovers:
-            r.ok = still_held(self.store, r.ok)
         kept = set(r.ok)
         broken = sorted({sid for pid, sid, h in r.part if (pid, sid, h) not in kept})
         if r.ok:
@@ -259,20 +203,7 @@ class DensePass:
         index_state.record_dense(self.catalog, self.user, [(pid, h) for pid, _, h in r.ok],
                                  sorted({sid for _, sid, _ in r.part}), broken)
         self.filled += len(r.ok)
-        self.passed += len(r.part)
         self.report.points_dense_filled += len(r.ok)
         self.log.dense(self.filled, self.report.texts_embedded)
         if self.progress:
             self.progress("dense", self.filled, self.total)
-
-    def _merge_near_the_end(self) -> None:
-        """Start the bulk load's closing merge once every round is read and no more are left than
-        `merge_rounds` (only near the end are more rounds than one read ahead for it: they wait in
-        memory)."""
-        if (not self.merge_early or self.store.optimizing
-                or self.total - self.passed > (self.merge_rounds + 1) * DENSE_BATCH_POINTS):
-            return
-        self._read_ahead(self.merge_rounds + 1)
-        if self.read_all and len(self.ahead) <= self.merge_rounds:
-            self.store.merge_bulk(wait=False)  # the rounds left are embedded while it runs
-            self.merge_early = False

@@ -119,7 +119,6 @@ def _purge_store(settings: Settings, catalog: Catalog, store: Any, report: Forge
         forget_queries.forget_index_rows(catalog, forget_queries.pending_index_sessions(catalog))
         return
     try:
-        store.on_locked = None
         with store.open(None, None) as opened:
             deleted, compaction = purge_forgotten(catalog, opened, settings.user_name, _vec_key, also=ids,
                                                   compact_catalog=False)  # done last, after the archive
@@ -137,14 +136,15 @@ def _purge_store(settings: Settings, catalog: Catalog, store: Any, report: Forge
 # --------------------------------------------------------------------------- hook log and queue
 def scrub_logs(home: Path, needles: Sequence[str]) -> int:
     """Drop the lines of jacked's logs (`JACKED_HOME/logs/*`: the hook log and its rotation) and the
-    queued hook entries (`JACKED_HOME/queue/`) that name a forgotten session or one of its files.
+    queued hook entries (the daemon's `JACKED_HOME/daemon/queue/`; `JACKED_HOME/queue/` of an older
+    jacked) that name a forgotten session or one of its files.
     They hold ids, paths and problem messages, not transcripts; still, nothing of a forgotten
     session stays. Returns how many lines and entries went."""
     needles = [n for n in needles if n]
     if not needles:
         return 0
     removed = 0
-    for folder in (home / "logs", home / "queue", home / "queue" / "claimed"):
+    for folder in (home / "logs", home / "daemon" / "queue", home / "queue", home / "queue" / "claimed"):
         if not folder.is_dir():
             continue
         for path in sorted(folder.iterdir()):

@@ -43,7 +43,7 @@ from jacked.sources.claude.glance import Glimpse, glance
 from jacked.sources.redact import redact_many
 from jacked.util.time import epoch
 
-BATCH_POINTS = 1024  # points embedded and written per store round trip; waiters are let in between
+BATCH_POINTS = 1024  # points embedded and written per store round trip
 CONTENT_TYPE = "user_message"
 MARK = "glance"  # the payload field (true) of glance points
 
@@ -125,13 +125,10 @@ class Glance:
             if npoints >= BATCH_POINTS:
                 self._write(store, pending)
                 pending, npoints = [], 0
-                if store.let_waiters_in():  # a `jacked forget` may have run meanwhile
-                    forgotten = forget_queries.forgotten_ids(self.catalog)
             if progress is not None:
                 progress(i + 1, len(todo))
         if pending:
             self._write(store, pending)
-            store.let_waiters_in()
         rep.seconds = time.perf_counter() - t0
         return rep
 

@@ -15,8 +15,7 @@ lexical pass: no embedding, so every session is findable by its words within min
 dense vectors are filled in afterwards, newest sessions first (the dense pass), and the points
 gain semantic search as they get them. Both passes record what they did per batch, so a
 backfill stopped at any moment (even by SIGKILL) resumes where it was: nothing already
-written is embedded or written again. Other processes that wait for the index (a search, a
-hook, `status`) are let in between batches. `JACKED_HOME/backfill.json` says how far each pass
+written is embedded or written again. `JACKED_HOME/backfill.json` says how far each pass
 is (`jacked status` reads it, with an ETA).
 """
 from __future__ import annotations
@@ -25,7 +24,8 @@ import hashlib
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,8 +110,11 @@ def _vec_key(model: str, text: str) -> str:
 class Indexer:
     """Keeps the vector index in step with the catalog for one user."""
 
-    def __init__(self, settings: Settings, catalog: Catalog | None = None, store: Any | None = None) -> None:
-        """`store` (an unopened VectorStore) replaces the configured one, e.g. in tests."""
+    def __init__(self, settings: Settings, catalog: Catalog | None = None, store: Any | None = None,
+                 keep_store_open: bool = False) -> None:
+        """`store` (an unopened VectorStore) replaces the configured one, e.g. in tests.
+        `keep_store_open`: open the store at its first use and keep it (with the index's lock) until
+        `close_store()` — for the one process that owns the index (the daemon)."""
         self.settings = settings
         self.catalog = catalog or Catalog(settings.catalog_path)
         self._store = store
@@ -125,7 +128,8 @@ class Indexer:
         # writes itself is marked in the catalog first); other runs, each time.
         self._store_has_user: bool | None = True
         self._glance: Glance | None = None  # a backfill's, while its glance points may be in the store
-        self._held: Any = None  # a HeldStore, for a long-lived reader (`hold_store`)
+        self.keep_store_open = keep_store_open
+        self._kept: Any = None  # the open store, when `keep_store_open`
         self._ahead: EmbedAhead | None = None  # a backfill's, during its lexical pass
 
     # ------------------------------------------------------------------ encoders
@@ -150,54 +154,47 @@ class Indexer:
             self._sparse = SparseEmbedder()
         return self._sparse
 
-    def open_store(self, recreate: bool = False, must_exist: bool = False,
-                   on_locked: Callable[[], None] | None = None):  # type: ignore[no-untyped-def]
-        """The configured store, opened for this model (created unless `must_exist`).
+    def open_store(self, recreate: bool = False, must_exist: bool = False) -> Any:
+        """The configured store, open for this model (created unless `must_exist`): a context manager
+        that closes it on leaving, or, with `keep_store_open`, one that gives the kept store."""
+        if not self.keep_store_open:
+            return self._open_store(recreate, must_exist)
+        return self._kept_store(recreate, must_exist)
 
-        `on_locked` runs once this process holds the store (before a slow shard load).
-        """
-        if self._held is not None:
-            self._held.close()  # one open store per process: a held one is opened again when next read
-        return self._open_store(recreate, must_exist, on_locked)
+    @contextmanager
+    def _kept_store(self, recreate: bool, must_exist: bool) -> Iterator[Any]:
+        if recreate:
+            self.close_store()
+        if self._kept is None:
+            self._kept = self._open_store(recreate, must_exist)
+        try:
+            yield self._kept
+        except BaseException:
+            self.close_store()  # whatever went wrong, the next call starts from a fresh load
+            raise
 
-    def _open_store(self, recreate: bool = False, must_exist: bool = False,
-                    on_locked: Callable[[], None] | None = None):  # type: ignore[no-untyped-def]
+    def _open_store(self, recreate: bool = False, must_exist: bool = False) -> Any:
         from jacked.index.store import StoreNotFound
 
         store = self._store if self._store is not None else configured_store(self.settings)
         if must_exist and not store_exists(store):
             raise StoreNotFound(f"no index in {self.settings.home} yet: run `jacked backfill` first")
-        done: list[bool] = []
-
-        def locked() -> None:
-            if on_locked is not None and not done:
-                done.append(True)
-                on_locked()
-
-        store.on_locked = locked
-        opened = store.open(self.dense.model_name, self.dense.dims, recreate=recreate)
-        locked()  # backends without a lock: now
-        return opened
-
-    def hold_store(self) -> None:
-        """For a long-lived reader (MCP): keep the store open between `reading_store` calls,
-        handing it over whenever another process waits for it (jacked.index.held)."""
-        from jacked.index.held import HeldStore
-
-        if self._held is None:
-            self._held = HeldStore(lambda: self._open_store(must_exist=True))
+        return store.open(self.dense.model_name, self.dense.dims, recreate=recreate)
 
     def reading_store(self):  # type: ignore[no-untyped-def]
-        """The store, open, for the length of a `with` block that only reads it: held open across
-        calls after `hold_store`, otherwise opened and closed."""
-        if self._held is not None:
-            return self._held.use()
+        """The store, open, for the length of a `with` block that only reads it."""
         return self.open_store(must_exist=True)
 
-    def release_store(self) -> None:
-        """Close a store held by `hold_store` (the next read opens it again)."""
-        if self._held is not None:
-            self._held.close()
+    @property
+    def kept_store(self) -> Any:
+        """The kept store while it is open (`keep_store_open`), else None."""
+        return self._kept
+
+    def close_store(self) -> None:
+        """Close the kept store, if open (the next use opens it again)."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.close()
 
     # ------------------------------------------------------------------ entry points
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> IndexReport:
@@ -253,8 +250,6 @@ class Indexer:
                     log.lexical(len(done))
                     if progress:
                         progress("lexical", len(done), log.total)
-                    store.let_waiters_in()
-                    store.release_memory()  # the chunk's sessions, documents and written pages
 
                 try:
                     scan = scanner.scan(progress=scan_progress, only=only, on_chunk=lexical)
@@ -302,7 +297,7 @@ class Indexer:
     def _fill_dense(self, store: Any, report: IndexReport, progress: Progress | None, log: BackfillLog) -> None:
         """The dense pass (jacked.index.dense_pass): the dense vectors of the points written
         without one, newest sessions first."""
-        DensePass(self, store, report, progress, log, OPTIMIZE_AFTER_POINTS).run()
+        DensePass(self, store, report, progress, log).run()
 
     def _upgrade_payloads(self, store: Any) -> None:
         """Give points written by an older jacked the payload fields filters now use, without
@@ -311,16 +306,11 @@ class Indexer:
             store.set_payload_where({"agent": "claude"}, self.user)
             index_state.set_payload_version(self.catalog, self.user, PAYLOAD_VERSION)
 
-    def index_paths(self, groups: list[Any], progress: Progress | None = None,
-                    on_open: Callable[[], None] | None = None) -> IndexReport:
-        """Scan and index just these session groups (the hook's fast path).
-
-        `on_open` is called once the store is open (and, for the edge shard, locked): from
-        then on, any other jacked process waits for this one and sees its work.
-        """
+    def index_paths(self, groups: list[Any], progress: Progress | None = None) -> IndexReport:
+        """Scan and index just these session groups (the hook's fast path)."""
         t0 = time.perf_counter()
         report = _new_report()
-        with self.open_store(on_locked=on_open) as store:
+        with self.open_store() as store:
             self.index_groups(store, groups, report, progress)
         report.seconds = time.perf_counter() - t0
         return report
@@ -428,8 +418,7 @@ class Indexer:
                 self._write_batch(store, pending, report, lexical)
                 pending, pending_docs = [], 0
                 if lexical:
-                    store.upkeep(wait=False)  # while the next batch's documents are made
-                    store.let_waiters_in()
+                    store.upkeep()
             if progress:
                 progress("index", i + 1, len(stale))
         if pending:

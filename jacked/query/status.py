@@ -14,8 +14,9 @@ from typing import Any
 from jacked.config import Settings
 
 
-def status(settings: Settings) -> dict[str, Any]:
-    """Backend, model, point counts by type and user, session counts."""
+def status(settings: Settings, open_store: Any = None) -> dict[str, Any]:
+    """Backend, model, point counts by type and user, session counts. `open_store`: the index, when
+    the caller keeps it open (a second open in the same process would wait for its lock)."""
     from jacked.catalog import Catalog
     from jacked.catalog import index_state
     from jacked.index.indexer import Indexer, backfill_state, configured_store, store_exists
@@ -27,12 +28,11 @@ def status(settings: Settings) -> dict[str, Any]:
     out: dict[str, Any] = {"backend": backend, "embedding_model": indexer.model_name, "points": 0,
                            "points_by_type": {}, "points_by_user": {}, "home": str(settings.home)}
     store = configured_store(settings)
-    if store_exists(store):
+    if open_store is not None:
+        _count_points(open_store, out)
+    elif store_exists(store):
         with store.open(None, None) as st:
-            out["embedding_model"] = st.dense_model
-            out["points"] = st.count()
-            out["points_by_type"] = st.count_by("content_type")
-            out["points_by_user"] = st.count_by("user_name")
+            _count_points(st, out)
     totals = catalog.totals()
     out["sessions"] = totals["sessions"]
     from jacked.ingest.prompt_history import history_file_state, source_counts
@@ -62,3 +62,10 @@ def status(settings: Settings) -> dict[str, Any]:
                       "texts_embedded": dense.get("texts_embedded", 0), "eta_seconds": dense.get("eta_seconds")},
         }
     return out
+
+
+def _count_points(store: Any, out: dict[str, Any]) -> None:
+    out["embedding_model"] = store.dense_model
+    out["points"] = store.count()
+    out["points_by_type"] = store.count_by("content_type")
+    out["points_by_user"] = store.count_by("user_name")

@@ -182,12 +182,10 @@ def _described(spec: search_filters.SearchFilterSpec) -> str:
 class JackedService:
     """The MCP tools over `Jacked`: arguments in, bounded JSON text out (tests call them directly)."""
 
-    def __init__(self, settings: Settings, scan: bool = True, hold_index: bool = False,
-                 jacked: Jacked | None = None) -> None:
+    def __init__(self, settings: Settings, scan: bool = True, jacked: Jacked | None = None) -> None:
         """`jacked`: the service to answer with (the daemon's); a new one when None."""
         self.settings = settings
-        self.jacked = jacked if jacked is not None else Jacked(settings, scan=scan, rescan_seconds=RESCAN_SECONDS,
-                                                               hold_index=hold_index)
+        self.jacked = jacked if jacked is not None else Jacked(settings, scan=scan, rescan_seconds=RESCAN_SECONDS)
 
     @property
     def catalog(self) -> Catalog:
@@ -291,10 +289,10 @@ class JackedService:
                       "omitted": brief.omitted, "brief": brief.text})
 
 
-def build_server(settings: Settings, scan: bool = True, hold_index: bool = False,
+def build_server(settings: Settings, scan: bool = True,
                  jacked_factory: Callable[[], Jacked] | None = None,
                  executor: Callable[[Callable[[], Any]], concurrent.futures.Future[Any]] | None = None) -> Any:
-    """The MCP server with jacked's tools registered (`hold_index`: see `Jacked`). In the daemon,
+    """The MCP server with jacked's tools registered. In the daemon,
     `jacked_factory` gives its one service and `executor` runs each tool on the service's thread
     (the catalog connection belongs to that thread, and the event loop must not block)."""
     from mcp.server.mcpserver import MCPServer
@@ -317,7 +315,7 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
     def service() -> JackedService:
         nonlocal svc
         if svc is None:
-            svc = JackedService(settings, scan=scan, hold_index=hold_index,
+            svc = JackedService(settings, scan=scan,
                                 jacked=jacked_factory() if jacked_factory is not None else None)
         return svc
 
@@ -419,7 +417,4 @@ def build_server(settings: Settings, scan: bool = True, hold_index: bool = False
 
 def serve(settings: Settings) -> None:
     """Run the server on stdin/stdout until the client closes it."""
-    from jacked.util.lifetime import set_ends_soon
-
-    set_ends_soon(False)
-    build_server(settings, hold_index=True).run("stdio")
+    build_server(settings).run("stdio")

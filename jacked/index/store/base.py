@@ -230,9 +230,6 @@ class VectorStore(abc.ABC):
     backend: str = ""
 
     def __init__(self) -> None:
-        #: Called once the store is held by this process (edge: right after the file lock is
-        #: taken, before the shard loads); set it before `open`.
-        self.on_locked: Callable[[], None] | None = None
         self._dense_model: str | None = None
         self._dims: int | None = None
 
@@ -273,16 +270,10 @@ class VectorStore(abc.ABC):
             raise StoreError("store is not open")
         return self._dims
 
-    def optimize(self, wait: bool = True) -> None:
-        """Build indexes / merge segments now if the backend needs it (default: nothing). With
-        `wait` False a backend may go on in the background until the store is next used."""
+    def optimize(self) -> None:
+        """Build indexes / merge segments now if the backend needs it (default: nothing)."""
 
-    def merge_bulk(self, wait: bool = True) -> None:
-        """Inside `bulk()`, near its end: run now the optimisation that would merge the bulk load's
-        segments after it (so that it can run in the background while the last work is done);
-        the bulk load goes on (default: nothing, see `optimize`)."""
-
-    def upkeep(self, wait: bool = True) -> bool:
+    def upkeep(self) -> bool:
         """For a writer between batches: optimise when enough was written since the last time
         (default: nothing; a server optimises by itself). True if it ran (see `optimize`)."""
         return False
@@ -291,24 +282,11 @@ class VectorStore(abc.ABC):
         """Whether `upkeep` would optimise now (default: never)."""
         return False
 
-    @property
-    def optimizing(self) -> bool:
-        """An optimisation started with `wait` False still runs (default: never)."""
-        return False
-
     @contextmanager
     def bulk(self) -> Iterator[VectorStore]:
         """A bulk load (a backfill) runs inside: a backend may optimise differently meanwhile
         (default: nothing changes)."""
         yield self
-
-    def let_waiters_in(self, max_wait: float = 60.0) -> bool:
-        """For a long writer between batches: let other processes waiting for the index in, then
-        take it back (default: nothing; only an exclusive index needs it). True if anybody was."""
-        return False
-
-    def release_memory(self) -> None:
-        """Drop index pages this process has mapped but no longer needs (default: nothing)."""
 
     @abc.abstractmethod
     def compact(self) -> dict[str, Any]:

@@ -17,14 +17,8 @@ reopens by replaying the log. ``close()`` flushes segments to disk (which also b
 replay work on the next open). A new shard is created under a temporary name and renamed
 into place, so a crash during creation never leaves a half-made index.
 
-Closing a shard drops its files from the OS page cache (Qdrant advises the kernel it no longer
-needs them): the next process reads the index from disk again. At 3,000 sessions that made the
-first dense query of every cold `jacked search` ~250 ms instead of ~10 ms. So a process that runs
-one command and exits (the CLI: `jacked.util.lifetime`) and only read the shard does not close
-it: ``close()`` flushes the shard and leaves it, with the lock, to the process's exit (an open in
-the same process takes it back). Writers and long-lived processes (MCP, web) close it. Qdrant
-also drops the segments' flag files at every load, then reads them back at the next (174 MB at
-10,000 sessions): `refill_flags` has the kernel read them back into the cache ahead. Segment
+The daemon (`jacked.surfaces.daemon`) opens the shard once and keeps it for its whole life; with
+``JACKED_DAEMON=off`` each process opens and closes it around its work, waiting on the lock. Segment
 optimisation (HNSW build, vacuum) is *not* run on close: it costs minutes on large indexes
 (~160 s for 100k 384-d points on 2 cores) and filtered queries are fast without it; the
 indexer may call :meth:`EdgeStore.optimize` after a large backfill.
@@ -41,12 +35,10 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jacked.util.fs import atomic_write
-from jacked.util.lifetime import ends_soon
 from jacked.util.memory import trim_heap
 from jacked.index.embed import SparseVector
 from jacked.index.store.base import (
@@ -85,9 +77,6 @@ _FLUSH_EVERY = 5_000
 _SCROLL_PAGE = 512
 #: Facet values returned at most by count_by (more than any sane number of users / types).
 _FACET_LIMIT = 100_000
-#: One file per process waiting for the lock (``<pid>-<random>``): a long writer (backfill)
-#: sees it between batches and lets that process in (:meth:`EdgeStore.let_waiters_in`).
-_WAITING = "index.waiting"
 #: Writes since the optimizers last ran, kept across processes (hooks write a few points each).
 _UPKEEP = "index.upkeep.json"
 #: Points written (upserts, vector updates) after which a writer runs the optimizers: they turn
@@ -96,7 +85,7 @@ _UPKEEP = "index.upkeep.json"
 OPTIMIZE_EVERY = 20_000
 #: Largest segment the optimizers build, in KB of dense vectors (~85k points of 384 dims): an
 #: HNSW build or a merge reads at most this much at once, however large the index grows. Every
-#: segment costs each load its flag files (15 of 1 MB, see `refill_flags`) and each query one
+#: segment costs each load its flag files (15 of 1 MB) and each query one
 #: more graph walk: with 32 MB, 11 segments at 10,000 sessions and a cold search mapping up to
 #: 320 MB at 3,000; with this, 4 at 3,000 sessions and 255 MB, the backfill no slower.
 MAX_SEGMENT_KB = 128 * 1024
@@ -109,7 +98,7 @@ FULL_SCAN_KB = 1_000
 #: run (Qdrant's default: 10 MB). Points written by a backfill's lexical pass have no dense vector
 #: yet, so their segments stayed under the default, counted as not optimised: every optimisation
 #: merged them again with the newest points, past `MAX_SEGMENT_KB` — one 357 MB segment at 10,000
-#: sessions, the optimizer child mapping 600 MB at 3,000. With a low threshold they are indexed,
+#: sessions, the optimisation mapping 600 MB at 3,000. With a low threshold they are indexed,
 #: and so capped, once: 280 MB at 3,000 sessions.
 INDEXING_KB = 100
 #: Segments the merge optimizer aims for before it merges small ones (Edge merges everything
@@ -144,18 +133,6 @@ _UNLINKED = frozenset(KEYWORD_INDEXES) - LINKED_FIELDS
 #: measurable there (recall@150 0.868 against 0.862 with all payload links on), for ~38 % more CPU.
 EF_CONSTRUCT = 64
 _CONFIG_VERSION = 3  # 3: TurboQuant 4-bit codes of the dense vectors (2: int8)
-#: Shards a process that ends soon has closed, left open for its exit: index path -> (shard, lock,
-#: time.time_ns() of its load).
-_LEFT_OPEN: dict[Path, tuple[Any, Any, int]] = {}
-
-
-@dataclass
-class _Optimizing:
-    """An optimizer child at work on the shard (the store has it closed meanwhile)."""
-
-    segments: int
-    bulk: bool  # started inside `bulk()`: its segments still want merging after it
-    child: Any = None  # subprocess.Popen; None: none could start
 
 
 class EdgeStore(VectorStore):
@@ -179,14 +156,9 @@ class EdgeStore(VectorStore):
         self._mutex = threading.RLock()
         self._unflushed = 0
         self._written = 0  # points written by this process since the optimizers last ran
-        # What the optimizers added to this store's user's time: waiting for them (a backfill
-        # reports it; one run beside other work adds only the part that work did not cover).
-        self.optimize_seconds = 0.0
+        self.optimize_seconds = 0.0  # spent in the optimizers (a backfill reports it)
         self._upkeep: dict[str, Any] = {}  # the index.upkeep.json read at open
-        self._wal_at_open: object = None  # the write-ahead log's files when opened (`_wal_mark`)
-        self._opened_at = 0  # time.time_ns() when the shard was last loaded
         self._bulk = False  # inside `bulk()`: optimisations keep segments apart
-        self._optimizing: _Optimizing | None = None  # an optimizer child running (`optimize(wait=False)`)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -201,24 +173,16 @@ class EdgeStore(VectorStore):
         See :meth:`VectorStore.open`. Raises :class:`StoreBusy` when another process keeps
         the index longer than ``lock_timeout``.
         """
-        if self._shard is not None or self._optimizing is not None:
+        if self._shard is not None:
             raise StoreError(f"index {self.path} is already open in this store")
         if (dense_model is None) != (dims is None):
             raise ValueError("give both dense_model and dims, or neither")
         if recreate and dense_model is None:
             raise ValueError("recreate needs the dense model and dims of the new index")
         self.path.mkdir(parents=True, exist_ok=True)
-        left_open = _LEFT_OPEN.pop(self.path.resolve(), None)
-        shard: Any = None
-        if left_open is None:
-            self._acquire_lock()
-        else:
-            shard, self._lock, self._opened_at = left_open  # closed by this process: still locked and loaded
-            if recreate:
-                shard.close()
-                shard = None
+        self._acquire_lock()
         try:
-            self._open_locked(dense_model, dims, recreate, shard)
+            self._open_locked(dense_model, dims, recreate)
         except BaseException:
             shard, self._shard = self._shard, None
             if shard is not None:
@@ -228,11 +192,8 @@ class EdgeStore(VectorStore):
             raise
         return self
 
-    def _open_locked(self, dense_model: str | None, dims: int | None, recreate: bool, loaded: Any = None) -> None:
+    def _open_locked(self, dense_model: str | None, dims: int | None, recreate: bool) -> None:
         import qdrant_edge as qe
-
-        if loaded is None:
-            self._opened_at = time.time_ns()
 
         self._sweep_leftovers()
         if recreate:
@@ -245,9 +206,7 @@ class EdgeStore(VectorStore):
                 check_model(meta["dense_model"], meta["dims"], dense_model, dims)
             self._upkeep = self._read_upkeep()
             with self._errors("open"):
-                if loaded is not None:
-                    self._shard = loaded
-                elif _config_is_current(self.shard_path):
+                if _config_is_current(self.shard_path):
                     self._shard = load_shard(self.shard_path)
                 else:
                     # A shard made by an older jacked: its configuration becomes this one (persisted
@@ -267,53 +226,23 @@ class EdgeStore(VectorStore):
         self._dense_model = str(meta["dense_model"])
         self._dims = int(meta["dims"])
         self._ensure_indexes()
-        self._wal_at_open = _wal_mark(self.shard_path)
-        # Loading replays and maps the write-ahead log and the appendable segment's files: none of
-        # it is needed again by a reader, so it leaves this process's resident set now.
-        release_pages(self.path)
 
     def close(self) -> None:
-        """Flush segments, close the shard and release the lock. Idempotent. In a process that
-        ends soon, the shard and the lock are left to the exit instead (see the module doc)."""
+        """Flush segments, close the shard and release the lock. Idempotent."""
         with self._mutex:
-            unfinished: StoreError | None = None
-            try:
-                self._finish_optimize()
-            except StoreError as e:  # the shard stays as the child left it: closed all the same
-                unfinished = e
             shard, self._shard = self._shard, None
-            leave = shard is not None and ends_soon()
             try:
                 if shard is not None:
                     try:
                         with self._errors("flush"):
                             shard.flush()
                     finally:
-                        if leave:
-                            self._leave_open(shard)
-                        else:
-                            close_shard(shard, self.shard_path)
+                        shard.close()
                         self._save_written()
             finally:
-                if not leave:
-                    self._release_lock()
+                self._release_lock()
                 self._dense_model = None
                 self._dims = None
-        if unfinished is not None:
-            raise unfinished
-
-    def _leave_open(self, shard: Any) -> None:
-        """Keep `shard` and the lock for the process's exit: neither is ever freed (a reference is
-        leaked), so the interpreter's teardown does not close the shard either."""
-        import ctypes
-
-        lock, self._lock = self._lock, None
-        _LEFT_OPEN[self.path.resolve()] = (shard, lock, self._opened_at)
-        for obj in (shard, lock):
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
-        release_pages(self.path)
-        if _wal_mark(self.shard_path) != self._wal_at_open:
-            settle_written(self.shard_path, modified_since=self._opened_at)
 
     def __del__(self) -> None:  # a forgotten close() must not keep the lock forever
         try:
@@ -328,31 +257,19 @@ class EdgeStore(VectorStore):
             self._require().flush()
             self._unflushed = 0
 
-    def optimize(self, wait: bool = True) -> None:
+    def optimize(self) -> None:
         """Run Qdrant's segment optimizers (HNSW build, merges, vacuum of deleted points).
 
         Each optimisation reads at most one segment's worth (`MAX_SEGMENT_KB`) of vectors; about
         1.5 s per 1,000 new dense points on 2 cores. Writers run it every `OPTIMIZE_EVERY`
-        points (:meth:`upkeep`). It runs in a child process (see `_start_optimize`), which maps
-        the segments it reads and writes (~280 MB for a 24k-point segment): in a backfill, that
-        would otherwise come on top of the embedding model's memory. With `wait` False it returns
-        once the child has started: this process may go on with work that needs no index (the
-        child uses ~1.35 of 2 cores; embedding the next texts meanwhile takes the rest), and its
-        next use of the store waits for the child first.
+        points (:meth:`upkeep`). It runs here, in the process holding the shard, and returns when
+        done: Qdrant Edge's `optimize()` keeps the GIL, so no thread of this process runs meanwhile.
         """
-        self._optimize(wait, bulk=self._bulk)
-
-    def merge_bulk(self, wait: bool = True) -> None:
-        """Merge a bulk load's segments down to `SEGMENTS` now, as the first optimisation after
-        `bulk()` would: its last writes then only add a small segment to optimise at the end (at
-        10,000 sessions the merge took 66 s, three quarters of a core idle, after the dense pass's
-        last texts were embedded)."""
-        self._optimize(wait, bulk=False)
-
-    def _optimize(self, wait: bool, bulk: bool) -> None:
-        """`optimize`, aiming at `BULK_SEGMENTS` when `bulk` (segments kept apart), else `SEGMENTS`."""
         import qdrant_edge as qe
 
+        bulk = self._bulk
+        segments = BULK_SEGMENTS if bulk else SEGMENTS
+        t0 = time.perf_counter()
         with self._mutex, self._errors("optimize"):
             shard = self._require()
             # Payload indexes made by an older jacked (held in RAM): rebuilt memory-mapped, or dropped.
@@ -364,133 +281,56 @@ class EdgeStore(VectorStore):
                     schema = dict(_index_schemas(qe))[name]
                     shard.update(qe.UpdateOperation.delete_field_index(name))
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
-            self._start_optimize(BULK_SEGMENTS if bulk else SEGMENTS, bulk=bulk)
-        if wait:
-            self._finish_optimize()
-
-    def _start_optimize(self, segments: int, bulk: bool) -> None:
-        """Close the shard and start the optimizer child on it, aiming at `segments` segments; this
-        process keeps the lock meanwhile. Where no child can start (no interpreter), the
-        optimisation runs in this process when it is finished (`_finish_optimize`)."""
-        import subprocess
-
-        t0 = time.perf_counter()
-        shard, self._shard = self._require(), None
-        try:
-            shard.flush()
-        finally:
-            shard.close()
-        run = _Optimizing(segments=segments, bulk=bulk)
-        try:
-            run.child = subprocess.Popen([sys.executable, "-c", _OPTIMIZER, str(self.shard_path), str(os.getpid()),
-                                          str(self.dims), str(segments)],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
-        except OSError:
-            run.child = None
-        self._optimizing = run
-        self.optimize_seconds += time.perf_counter() - t0
-
-    def _finish_optimize(self) -> None:
-        """Wait for the optimizer child, if one runs, and load the shard again; optimise here if
-        the child failed (a child stopped half-way: the load recovers what it did)."""
-        import qdrant_edge as qe
-
-        with self._mutex:
-            run = self._optimizing
-            if run is None:
-                return
-            self._optimizing = None
-            t0 = time.perf_counter()
-            with self._errors("optimize"):
-                done = run.child is not None and run.child.wait() == 0
-                # With the configuration the child had: an in-process fallback aims at the same segments.
-                self._shard = load_shard(self.shard_path, _edge_config(qe, self.dims, run.segments))
-                if not done:
-                    self._shard.optimize()
-                    self._shard.flush()
-            self.optimize_seconds += time.perf_counter() - t0
+            # The number of segments to aim at is part of the configuration a load gives the shard.
+            self._shard = None
+            try:
+                shard.flush()
+            finally:
+                shard.close()
+            self._shard = load_shard(self.shard_path, _edge_config(qe, self.dims, segments))
+            self._shard.optimize()
+            self._shard.flush()
             self._unflushed = 0
             self._written = 0
             # After a bulk optimisation the segments still want merging: the next optimisation
             # outside bulk mode does it, even if a crash ends the bulk load first.
-            left: dict[str, Any] = {"merge": True} if run.bulk else {}
-            if self._bulk:
-                left["bulk_pid"] = os.getpid()
+            left: dict[str, Any] = {"merge": True} if bulk else {}
             if self._upkeep != left:
                 self._upkeep = left
                 self._write_upkeep()
-        release_pages(self.path)
+        self.optimize_seconds += time.perf_counter() - t0
         trim_heap()  # what the closed shard held before it was loaded again
 
-    def upkeep(self, wait: bool = True) -> bool:
+    def upkeep(self) -> bool:
         """For a writer between batches: run the optimizers once `OPTIMIZE_EVERY` points were
         written since they last ran (counting other processes' writes: hooks add a few points
-        each), or when the shard still has an older jacked's layout. True if they ran (or, with
-        `wait` False, started: see `optimize`)."""
+        each), or when the shard still has an older jacked's layout. True if they ran."""
         with self._mutex:
-            if self._optimizing is not None:
-                if not wait:
-                    return False  # one at a time (nothing was written since it started: writes wait for it)
-                self._finish_optimize()
             due = self.upkeep_due()
-        if due:
-            self.optimize(wait)
+            if due:
+                self.optimize()
         return due
 
     def upkeep_due(self) -> bool:
-        """Whether `upkeep` would run the optimizers now: never while another process is in a bulk
-        load (a hook let in by a backfill), which optimises as it goes and merges as it ends (a hook
-        that ran the merge for it would hold the index, and the backfill, for a minute and more)."""
-        if self._others_bulk_load():
-            return False
+        """Whether `upkeep` would run the optimizers now."""
         return (self._written + int(self._upkeep.get("writes") or 0) >= OPTIMIZE_EVERY
                 or bool(self._upkeep.get("reoptimize")) or (bool(self._upkeep.get("merge")) and not self._bulk))
-
-    def _others_bulk_load(self) -> bool:
-        pid = int(self._upkeep.get("bulk_pid") or 0)
-        return pid > 0 and pid != os.getpid() and _alive(pid)
-
-    @property
-    def optimizing(self) -> bool:
-        """The optimizer child started by `optimize(wait=False)` still runs."""
-        run = self._optimizing
-        return run is not None and run.child is not None and run.child.poll() is None
 
     @contextmanager
     def bulk(self) -> Iterator[EdgeStore]:
         """A bulk load (a backfill): its optimisations keep up to `BULK_SEGMENTS` segments apart
         instead of merging each new one into the others; the first optimisation after it merges
-        them down to `SEGMENTS` (a writer's `upkeep` runs it). Other writers let in meanwhile leave
-        the optimisations to it (`upkeep_due`)."""
+        them down to `SEGMENTS` (a writer's `upkeep` runs it)."""
         self._bulk = True
-        self._set_bulk_pid(os.getpid())
         try:
             yield self
         finally:
             self._bulk = False
-            self._set_bulk_pid(None)
-
-    def _set_bulk_pid(self, pid: int | None) -> None:
-        """Say in the upkeep record which process is in a bulk load (see `upkeep_due`)."""
-        with self._mutex:
-            if pid is None:
-                self._upkeep.pop("bulk_pid", None)
-            else:
-                self._upkeep["bulk_pid"] = pid
-            self._write_upkeep()
 
     @property
     def writes_pending(self) -> int:
         """Points written since the optimizers last ran (by any process, this one included)."""
         return self._written + int(self._upkeep.get("writes") or 0)
-
-    def release_memory(self) -> None:
-        """Drop the shard's pages this process has mapped (they stay in the OS page cache): for a
-        long-lived reader after a burst of queries, and for writers after a flush."""
-        with self._mutex:
-            release_pages(self.path)
-        trim_heap()
 
     # -- upkeep record -------------------------------------------------------
 
@@ -514,61 +354,6 @@ class EdgeStore(VectorStore):
             self._written = 0
             self._write_upkeep()
 
-    # -- letting waiting processes in ---------------------------------------
-
-    def waiters(self) -> list[Path]:
-        """Other live processes, or other stores of this one (a search thread of the web view),
-        waiting for this index (a marker each); stale markers are removed."""
-        folder = self.path / _WAITING
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            return []
-        out = []
-        for e in entries:
-            try:
-                pid = int(e.name.split("-", 1)[0])
-            except ValueError:
-                continue
-            if pid == os.getpid() or _alive(pid):  # a store never waits for itself: any marker is another's
-                out.append(Path(e.path))
-            else:
-                Path(e.path).unlink(missing_ok=True)
-        return out
-
-    def let_waiters_in(self, max_wait: float = 60.0) -> bool:
-        """If other processes wait for the index (a search, a hook, `status`), hand it over and
-        take it back: flush and close the shard, release the lock, wait until each of them got
-        it (at most `max_wait` seconds), then lock and load it again. For a long writer between
-        batches: a backfill holds the index for minutes or hours, and readers must not wait that
-        long. Cheap when nobody waits (one directory listing). True if anybody was let in."""
-        waiting = self.waiters()
-        if not waiting:
-            return False
-        with self._mutex:
-            shard, self._shard = self._require(), None
-            try:
-                with self._errors("flush"):
-                    shard.flush()
-            finally:
-                close_shard(shard, self.shard_path)
-                self._save_written()
-                self._unflushed = 0
-                self._release_lock()
-            deadline = time.monotonic() + max_wait
-            while time.monotonic() < deadline and any(p.exists() for p in waiting):
-                time.sleep(0.02)
-            on_locked, self.on_locked = self.on_locked, None  # told once, at the first open
-            try:
-                self._acquire_lock()
-            finally:
-                self.on_locked = on_locked
-            with self._errors("open"):
-                self._shard = load_shard(self.shard_path)
-            self._upkeep = self._read_upkeep()
-            release_pages(self.path)
-        return True
-
     # -- lock --------------------------------------------------------------
 
     def _acquire_lock(self) -> None:
@@ -576,24 +361,10 @@ class EdgeStore(VectorStore):
 
         lock = FileLock(self.path / _LOCK)  # the store may be opened in one thread and closed in another
         try:
-            lock.acquire(timeout=0)
+            lock.acquire(timeout=max(self.lock_timeout, 0.0))
         except LockTimeout:
-            # Held: say so (a long writer lets waiters in between its batches), then wait.
-            marker = self.path / _WAITING / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            try:
-                marker.parent.mkdir(exist_ok=True)
-                marker.touch()
-            except OSError:
-                pass
-            try:
-                lock.acquire(timeout=max(self.lock_timeout, 0.0))
-            except LockTimeout:
-                raise StoreBusy(self._busy_message()) from None
-            finally:
-                marker.unlink(missing_ok=True)
+            raise StoreBusy(self._busy_message()) from None
         self._lock = lock
-        if self.on_locked is not None:
-            self.on_locked()  # e.g. a hook returns now: later readers will wait for this process
         owner = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
@@ -720,8 +491,6 @@ class EdgeStore(VectorStore):
     # -- helpers -----------------------------------------------------------
 
     def _require(self) -> Any:
-        if self._optimizing is not None:
-            self._finish_optimize()
         if self._shard is None:
             raise StoreError("store is not open: call open(model, dims) first")
         return self._shard
@@ -767,7 +536,6 @@ class EdgeStore(VectorStore):
         if self._unflushed >= _FLUSH_EVERY:
             shard.flush()
             self._unflushed = 0
-            release_pages(self.path)  # the pages written are the file's now, not this process's
 
     def update_vectors(self, vectors: Sequence[tuple[str, list[float]]]) -> None:
         """Set the dense vector of existing points (their bm25 vector and payload stay)."""
@@ -990,7 +758,6 @@ class EdgeStore(VectorStore):
             if kept:  # every point now sits in the copy's appendable segment: the next writer optimizes
                 self._upkeep["reoptimize"] = True
                 self._write_upkeep()
-        release_pages(self.path)
         trim_heap()  # what the closed shard held before it was loaded again
         return {"points": kept, "seconds": round(time.perf_counter() - t0, 3)}
 
@@ -1067,175 +834,11 @@ def _config_is_current(shard_path: Path) -> bool:
         return False
 
 
-def _wal_mark(shard_path: Path) -> object:
-    """The write-ahead log's files (name, size, time): every write changes it, a read never does."""
-    try:
-        return sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(shard_path / "wal"))
-    except OSError:
-        return None
-
-
 def load_shard(shard_path: Path, config: Any = None) -> Any:
-    """Load the Edge shard at `shard_path` (with `config`: made the shard's configuration), then
-    ask the kernel to read its flag files back into the page cache (`refill_flags`).
-
-    The refill runs on its own thread: each of its ~200 system calls lets go of the GIL, and while
-    the model loads on another thread each one waited up to a switch interval to get it back
-    (0.2 s of a cold search at 10,000 sessions, against 25 ms alone). The thread is not a daemon,
-    so the interpreter waits for it at exit and the next load finds the files cached."""
+    """Load the Edge shard at `shard_path` (with `config`: made the shard's configuration)."""
     import qdrant_edge as qe
 
-    shard = qe.EdgeShard.load(str(shard_path)) if config is None else qe.EdgeShard.load(str(shard_path), config)
-    threading.Thread(target=refill_flags, args=(shard_path,), name="jacked-refill").start()
-    return shard
-
-
-#: The flag files Qdrant reads at every load (see `refill_flags`).
-FLAGS_FILE = "flags_a.dat"
-#: The files every search reads in each segment: the dense leg's quantized codes and graph, the
-#: BM25 leg's inverted index, the point ids of the hits (~100 MB at 10,000 sessions).
-SEARCH_FILES = frozenset({"quantized.data", "links_compressed.bin", "inverted_index.dat", "id_tracker.i2e",
-                          "id_tracker.e2i", "id_tracker.versions"})
-#: What a writer has read back after dropping what it wrote (`settle_written`).
-_READ_BACK = SEARCH_FILES | {FLAGS_FILE}
-
-
-def settle_written(shard_path: Path, modified_since: int) -> int:
-    """After this process wrote the shard: advise the kernel to drop from the page cache the
-    segment files modified since `modified_since` (time.time_ns()), then to read back, in the
-    background, those of them every search reads (`SEARCH_FILES`) and the next load (the flag
-    files, see `refill_flags`). Returns how many files were dropped.
-
-    Written pages sit in the cache in large blocks, which the next process's random reads map
-    whole (at 10,000 sessions a cold search mapped 90 MB of codes that way, not 20); read back
-    they come in single pages. Without the read-back the first search after a backfill read
-    them from disk (1.2 s against 0.95 s at 10,000 sessions). The write-ahead log stays cached:
-    the next load reads it whole anyway."""
-    written = []
-    for folder, _, names in os.walk(shard_path / "segments"):
-        for name in names:
-            f = Path(folder) / name
-            try:
-                if f.stat().st_mtime_ns >= modified_since:
-                    written.append(f)
-            except OSError:
-                continue
-    dropped = _advise(iter(written), "POSIX_FADV_DONTNEED")
-    _advise((f for f in written if f.name in _READ_BACK), "POSIX_FADV_WILLNEED")
-    return dropped
-
-
-def close_shard(shard: Any, shard_path: Path) -> None:
-    """Close `shard` (Qdrant drops its files from the page cache) and have the flag files the
-    next load reads put back (`refill_flags`)."""
-    shard.close()
-    refill_flags(shard_path)
-
-
-def refill_flags(shard_path: Path) -> int:
-    """Qdrant reads every segment's flag files at load (1 MB each: the deleted points, and the
-    null index of every payload index: 15 per segment) and then advises the kernel to drop them
-    from the page cache, so every load read them from disk again: 174 MB at 10,000 sessions
-    (11 segments), 3.4 of a cold `jacked search`'s 4.5 s here. Advising the kernel to read them
-    back (POSIX_FADV_WILLNEED: it does so in the background, into the page cache, not into this
-    process) makes the next load ~0.25 s. Returns how many files were advised.
-
-    It runs beside the store's optimizer, which may remove a segment meanwhile: os.walk skips
-    a folder that went away (a glob raised)."""
-    flags = (Path(folder) / FLAGS_FILE for folder, _, names in os.walk(shard_path / "segments")
-             if FLAGS_FILE in names)
-    return _advise(flags, "POSIX_FADV_WILLNEED")
-
-
-def _advise(files: Iterator[Path], advice: str) -> int:
-    """posix_fadvise(`advice`) on each file (a no-op where there is none); how many were advised."""
-    advise, flag = getattr(os, "posix_fadvise", None), getattr(os, advice, None)
-    if advise is None or flag is None:
-        return 0
-    done = 0
-    for f in files:
-        try:
-            fd = os.open(f, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            advise(fd, 0, 0, flag)
-            done += 1
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-    return done
-
-
-def release_pages(root: Path) -> int:
-    """Unmap from this process the resident pages of files under `root` (the shard): Linux's
-    ``madvise(MADV_DONTNEED)`` on shared, or read-only, file mappings. The pages stay in the OS
-    page cache (nothing is written or lost: shared mappings are the file's own pages, dirty ones
-    stay dirty for write-back) and the next access maps them back. Memory-mapped reads leave
-    every page touched counted in the process's resident set — a shard load reads its whole
-    write-ahead log, a write touches its pages — so a process drops them once done with them.
-    Returns the bytes of address range advised (0 where this is not Linux)."""
-    if not sys.platform.startswith("linux"):
-        return 0
-    import ctypes
-    import mmap
-
-    prefix = str(root.resolve())
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        madvise = libc.madvise
-        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, AttributeError):
-        return 0
-    advised = 0
-    for line in lines:
-        parts = line.split(None, 5)
-        if len(parts) < 6 or not parts[5].startswith(prefix):
-            continue
-        perms = parts[1]
-        # A private writable mapping may hold this process's own changes: never drop those.
-        if perms[3] != "s" and perms[1] == "w":
-            continue
-        start, end = (int(x, 16) for x in parts[0].split("-"))
-        if madvise(start, end - start, mmap.MADV_DONTNEED) == 0:
-            advised += end - start
-    return advised
-
-
-# The child process of `EdgeStore._start_optimize` (the parent holds the index lock meanwhile). It
-# must not outlive its parent (a backfill killed with SIGKILL): the shard would be open in two
-# processes once the next one starts. On Linux the kernel kills it with its parent.
-_OPTIMIZER = """
-import os, sys
-if sys.platform.startswith("linux"):
-    import ctypes
-    ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-if os.getppid() != int(sys.argv[2]):
-    sys.exit(1)  # the parent is gone already
-from pathlib import Path
-import qdrant_edge as qe
-from jacked.index.store.edge import _edge_config, close_shard, load_shard, release_pages
-shard = load_shard(Path(sys.argv[1]), _edge_config(qe, int(sys.argv[3]), int(sys.argv[4])))
-release_pages(Path(sys.argv[1]))  # what the load read (its log, the appendable segment)
-try:
-    shard.optimize()
-    shard.flush()
-finally:
-    close_shard(shard, Path(sys.argv[1]))
-"""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
+    return qe.EdgeShard.load(str(shard_path)) if config is None else qe.EdgeShard.load(str(shard_path), config)
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:

@@ -19,9 +19,6 @@ def run() -> None:
     # Everything jacked writes (catalog, index, archive, models, logs) holds what the transcripts
     # hold: owner-only, whatever the umask (022 would leave it world-readable).
     os.umask(0o077)
-    from jacked.util.lifetime import set_ends_soon
-
-    set_ends_soon(True)  # `jacked mcp` and `jacked ui` say otherwise when they start serving
     atexit.register(_exit_now)  # registered first, so it runs last
     try:
         if sys.argv[1:] == ["index", "--hook"]:

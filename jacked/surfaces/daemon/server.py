@@ -123,9 +123,6 @@ class Daemon:
         """Serve until idle, SIGTERM or a stop request; 0, or 1 when another daemon runs already."""
         import uvicorn
 
-        from jacked.util.lifetime import set_ends_soon
-
-        set_ends_soon(False)
         self.paths.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.paths.dir, 0o700)
         if not self._lock.try_acquire():
@@ -194,7 +191,7 @@ class Daemon:
         if self._service is None:
             from jacked.service import Jacked
 
-            self._service = Jacked(self.settings, scan=True, rescan_seconds=30.0, hold_index=True)
+            self._service = Jacked(self.settings, scan=True, rescan_seconds=30.0, keep_index_open=True)
         return self._service
 
     def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:

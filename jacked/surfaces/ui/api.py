@@ -118,11 +118,9 @@ def _date_bound(value: str | None, name: str, end_of_day: bool = False) -> str |
 class UiApi:
     """The API's state: settings, and the thread that answers searches.
 
-    Searches run one at a time on that thread, through a service that keeps the index open between
-    them (handed over within 0.1 s to another process that waits for it, closed after 5 idle
-    minutes), as `jacked mcp` does: a search no longer loads the model and the index, and drops the
-    index from the page cache on closing, for every request. The service's catalog connection stays
-    on that thread, as SQLite wants.
+    Without a daemon, searches run one at a time on that thread, through a service that keeps the
+    model loaded between them (the index is opened for each, so other processes get it between
+    searches). The service's catalog connection stays on that thread, as SQLite wants.
     """
 
     def __init__(self, settings: Settings, remote: Callable[[Any], Any] | None = None) -> None:
@@ -134,7 +132,7 @@ class UiApi:
         self._search_service: Jacked | None = None
 
     def close(self) -> None:
-        """Close the searches' service and the index it holds (the next search opens them again)."""
+        """Close the searches' service (the next search makes it again)."""
         self._searches.submit(self._close_search_service).result()
 
     def _close_search_service(self) -> None:
@@ -146,7 +144,7 @@ class UiApi:
         if self.remote is not None:
             return dict(self.remote(None).search(query, opts))
         if self._search_service is None:
-            self._search_service = Jacked(self.settings, scan=False, hold_index=True)
+            self._search_service = Jacked(self.settings, scan=False)
         return self._search_service.search(query, opts)
 
     # ------------------------------------------------------------------ plumbing

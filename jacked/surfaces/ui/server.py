@@ -387,9 +387,6 @@ class UiServer:
 
     def serve_forever(self) -> None:
         """Serve until `shutdown()` or Ctrl-C (then KeyboardInterrupt is raised here, as before)."""
-        from jacked.util.lifetime import set_ends_soon
-
-        set_ends_soon(False)  # long-lived: every request closes the index it opened, handing it over
         self._stopped.clear()
         try:
             self._server.run(sockets=[self.socket])
