@@ -87,12 +87,12 @@ def run_hook(raw: str, get_settings: Callable[[], Settings]) -> int:
 
 
 def _to_daemon(where: Where, target: str) -> bool:
-    """Hand the session to the daemon (started if need be): on its queue, on disk, before this
-    returns. False when no daemon can be had (then the hook indexes it in its own process)."""
-    from jacked.surfaces.daemon.client import DaemonUnavailable, connect
+    """Put the session on the daemon's queue (on disk before this returns) and tell the daemon,
+    started if need be. False when that cannot be done (then the hook indexes it in its own process)."""
+    from jacked.surfaces.daemon.client import DaemonUnavailable, enqueue_index
 
     try:
-        connect(where).enqueue_index(target)
+        enqueue_index(where, target)
     except (DaemonUnavailable, OSError) as e:
         log_problem(where.home, f"hook: daemon unavailable ({e}); indexing in the hook's process")
         return False

@@ -17,7 +17,8 @@ from typing import Any
 
 from jacked.errors import JackedError
 from jacked.surfaces.daemon.protocol import (
-    PROTOCOL_VERSION, DaemonPaths, Where, build_id, decode, encode, socket_address,
+    PROTOCOL_VERSION, DaemonPaths, Where, build_id, daemon_alive, decode, encode, socket_address,
+    write_queue_entry,
 )
 
 #: How long a client waits for a daemon it started to answer (it imports the web stack first).
@@ -26,6 +27,11 @@ START_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 24 * 3600.0
 #: How long `stop` waits for the daemon to let go of its lock.
 STOP_TIMEOUT_S = 60.0
+#: How long a hook waits for the daemon to hear of its queued session (it is on disk already).
+NOTIFY_TIMEOUT_S = 2.0
+#: How long a client waits for a daemon that runs but does not answer: while Qdrant optimises the
+#: index it holds the interpreter lock, and nothing else in the daemon runs (minutes at most).
+BUSY_TIMEOUT_S = 900.0
 
 Warn = Callable[[str], None]
 
@@ -152,13 +158,11 @@ class DaemonClient:
             wait_for_exit(self.paths, int(status.get("pid") or 0), STOP_TIMEOUT_S)
         return True
 
-    def enqueue_index(self, target: str) -> None:
-        """Hand a session to index to the daemon: written to its queue (on disk) before this returns."""
-        resp = self._request("POST", "/queue/index", {"target": target}, timeout=10.0)
+    def notify_queue(self) -> None:
+        """Tell the daemon its queue holds new work (it also finds it by itself within a second)."""
+        resp = self._request("POST", "/queue/index", {}, timeout=NOTIFY_TIMEOUT_S)
         try:
-            body = resp.read()
-            if resp.status != 202:
-                raise DaemonUnavailable(f"the daemon refused the hook's request: {body[:200]!r}")
+            resp.read()
         finally:
             resp.close()
 
@@ -341,6 +345,8 @@ def connect(where: Where, start: bool = True) -> DaemonClient:
     paths = DaemonPaths(where.home)
     client = DaemonClient(paths)
     status = client.status()
+    if status is None and daemon_alive(paths):
+        status = _wait_while_busy(client)
     if status is not None and _matches(status, where):
         return client
     if not start:
@@ -351,6 +357,34 @@ def connect(where: Where, start: bool = True) -> DaemonClient:
         client.stop()
     _start(paths, where)
     return client
+
+
+def _wait_while_busy(client: DaemonClient) -> dict[str, Any] | None:
+    """The status of a daemon that runs but did not answer at once (see `BUSY_TIMEOUT_S`)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while time.monotonic() < deadline and daemon_alive(client.paths):
+        status = client.status(timeout=30.0)
+        if status is not None:
+            return status
+    return None
+
+
+def enqueue_index(where: Where, target: str) -> None:
+    """A hook's session to index: on the daemon's queue, on disk, before this returns; the daemon
+    (started when none runs) indexes it in turn. A daemon too busy to answer just now finds it
+    when it is free."""
+    paths = DaemonPaths(where.home)
+    write_queue_entry(paths, target)
+    client = DaemonClient(paths)
+    status = client.status(timeout=NOTIFY_TIMEOUT_S)
+    if status is None and daemon_alive(paths):
+        return  # busy (optimising the index): its watcher picks the entry up when it is free
+    if status is None or not _matches(status, where):
+        connect(where)  # none runs, or one of another build or settings: the one started reads the queue
+    try:
+        client.notify_queue()
+    except OSError:
+        pass  # it finds the entry by itself within a second
 
 
 def _matches(status: dict[str, Any], where: Where) -> bool:

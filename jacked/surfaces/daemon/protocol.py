@@ -85,6 +85,52 @@ def socket_address(paths: DaemonPaths) -> Iterator[str]:
         os.close(folder)
 
 
+def write_queue_entry(paths: DaemonPaths, target: str) -> Path:
+    """Put a session to index on the daemon's queue, durably (written, fsynced, renamed into place,
+    the folder fsynced): it is on disk before a hook returns, whatever the daemon is doing, and a
+    daemon indexes what its queue holds in the order of the names."""
+    import json
+    import secrets
+    import time
+
+    paths.queue.mkdir(parents=True, exist_ok=True, mode=0o700)
+    name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.json"
+    tmp = paths.queue / f".{name}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, json.dumps({"target": target}).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    final = paths.queue / name
+    tmp.replace(final)
+    folder = os.open(paths.queue, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+    return final
+
+
+def daemon_alive(paths: DaemonPaths) -> bool:
+    """Whether a daemon holds the home's lock (it runs, even if too busy to answer just now)."""
+    import fcntl
+
+    try:
+        fd = os.open(paths.lock, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the lock if it was taken here
+    return False
+
+
 def build_id() -> str:
     """The version of the jacked code installed: its version and the newest modification time of its
     modules. A client whose build differs from the daemon's restarts it (after `pip install -U`, or an

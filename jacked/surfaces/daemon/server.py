@@ -36,7 +36,7 @@ import orjson
 from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.surfaces.daemon.protocol import (
-    PROTOCOL_VERSION, DaemonPaths, build_id, decode, encode, locate, socket_address,
+    PROTOCOL_VERSION, DaemonPaths, build_id, decode, encode, locate, socket_address, write_queue_entry,
 )
 from jacked.util.flock import FileLock
 
@@ -114,7 +114,6 @@ class Daemon:
         self._pending = 0  # calls submitted to the service thread and not finished
         self._pending_lock = threading.Lock()
         self._drain_queued = threading.Event()
-        self._queue_seq = 0
         self._server: Any = None
         self._lock = FileLock(self.paths.lock)
 
@@ -180,6 +179,8 @@ class Daemon:
     def _watch_idle(self) -> None:
         while self._server is not None and not self._server.should_exit:
             time.sleep(_IDLE_CHECK_S)
+            if self._pending == 0 and self.queued_writes():
+                self._submit_drain()  # hooks that wrote their entry while the daemon could not answer
             if (self.active_requests == 0 and self._pending == 0 and self.job is None
                     and time.monotonic() - self.last_request > self.idle_seconds):
                 log.info("idle for %.0f s: stopping", self.idle_seconds)
@@ -217,21 +218,7 @@ class Daemon:
     # ------------------------------------------------------------------ hooks' queue
     def enqueue_index(self, target: str) -> None:
         """Write the request to the queue folder, durably, and have it indexed in turn."""
-        self._queue_seq += 1
-        name = f"{time.time_ns():020d}-{self._queue_seq:06d}.json"
-        tmp = self.paths.queue / f".{name}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, orjson.dumps({"target": target}))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        tmp.replace(self.paths.queue / name)
-        dir_fd = os.open(self.paths.queue, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_queue_entry(self.paths, target)
         self._submit_drain()
 
     def _submit_drain(self) -> None:
@@ -391,12 +378,16 @@ def _routes(daemon: Daemon) -> Any:
         return JSONResponse({"stopping": True})
 
     async def enqueue(request: Request) -> Response:
+        """`{"target": ...}`: a session to queue; `{}`: the queue holds new entries (a hook wrote them)."""
         try:
             body = await request.json()
-            target = str(body["target"])
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": "give {\"target\": ...}"}, status_code=400)
-        await asyncio.get_running_loop().run_in_executor(daemon._readers, daemon.enqueue_index, target)
+            target = body.get("target")
+        except (ValueError, AttributeError):
+            return JSONResponse({"error": "give {\"target\": ...} or {}"}, status_code=400)
+        if target is None:
+            daemon._submit_drain()
+        else:
+            await asyncio.get_running_loop().run_in_executor(daemon._readers, daemon.enqueue_index, str(target))
         return JSONResponse({"queued": True}, status_code=202)
 
     async def rpc(request: Request) -> Response:
