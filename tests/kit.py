@@ -122,3 +122,11 @@ def generated_corpus(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(out), "--sessions", str(sessions), "--seed", str(seed)],
                    check=True, capture_output=True)
     return json.loads((out / "truth.json").read_text())
+
+
+def suite_mode() -> dict[str, str]:
+    """The suite's daemon switch (tests/conftest.py), for an environment a test builds from scratch:
+    such a test answers in the mode the suite runs in."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if k in ("JACKED_DAEMON", "JACKED_DAEMON_IDLE_MINUTES")}

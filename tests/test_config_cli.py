@@ -8,11 +8,13 @@ import subprocess
 from pathlib import Path
 
 from test_cli_history import jacked_cmd
+from kit import suite_mode
 
 
 def cfg(args: list[str], claude: Path, **env: str) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("JACKED_", "QDRANT_CLAUDE_"))}
     e.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(claude / "home"), NO_COLOR="1", **env)
+    e.update(suite_mode())
     return subprocess.run(jacked_cmd() + args, capture_output=True, text=True, env=e, timeout=120)
 
 

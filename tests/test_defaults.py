@@ -24,6 +24,7 @@ from jacked.config import (
     load_settings,
 )
 from jacked.surfaces.install import hook_snippets, install
+from kit import suite_mode
 
 DEFAULTS = Path(__file__).resolve().parent.parent / "jacked" / "defaults"
 REGENERATE = ('python -c "import json; from jacked.config import file_schema; '
@@ -148,7 +149,7 @@ def test_a_file_written_by_jacked_config_set_matches_the_schema(tmp_path: Path) 
     }
     assert set(values) == set(FILE_KEYS)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKED_", "QDRANT_CLAUDE_"))}
-    env.update(CLAUDE_CONFIG_DIR=str(tmp_path), HOME=str(tmp_path), NO_COLOR="1")
+    env.update(CLAUDE_CONFIG_DIR=str(tmp_path), HOME=str(tmp_path), NO_COLOR="1", **suite_mode())
     for key, value in values.items():
         p = subprocess.run(jacked_cmd() + ["config", "set", key, value], capture_output=True, text=True, env=env,
                            timeout=120)

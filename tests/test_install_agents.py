@@ -10,12 +10,13 @@ import pytest
 
 from jacked.surfaces.install import OTHER_AGENTS
 from tests.test_defaults import jacked_cmd
+from kit import suite_mode
 
 
 def _run(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), CODEX_HOME=str(home / ".codex"),
-               GEMINI_CLI_HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), NO_COLOR="1")
+               GEMINI_CLI_HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), NO_COLOR="1", **suite_mode())
     return subprocess.run(jacked_cmd() + args, capture_output=True, text=True, env=env, timeout=120)
 
 

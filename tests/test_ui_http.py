@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import REAL
+from kit import REAL, suite_mode
 
 from jacked.config import load_settings
 from jacked.surfaces.ui.server import Limits, make_server, serve_in_thread
@@ -46,7 +46,7 @@ class Ui:
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
     return dict(env, CLAUDE_CONFIG_DIR=str(REAL), JACKED_HOME=str(home), JACKED_USER_NAME="tester",
-                HOME=str(home.parent))  # no other agent's folder in a real home gets scanned
+                HOME=str(home.parent), **suite_mode())  # no other agent's folder in a real home gets scanned
 
 
 @pytest.fixture(scope="module")

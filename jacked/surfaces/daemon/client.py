@@ -21,6 +21,8 @@ from jacked.surfaces.daemon.protocol import (
     write_queue_entry,
 )
 
+#: The exit code of a daemon that could not load its settings (`jacked.surfaces.daemon.__main__`).
+SETTINGS_ERROR = 3
 #: How long a client waits for a daemon it started to answer (it imports the web stack first).
 START_TIMEOUT_S = 30.0
 #: How long a call may wait for a daemon's answer before the connection is given up.
@@ -429,7 +431,9 @@ def _start(paths: DaemonPaths, where: Where) -> None:
                 if status is not None and _matches(status, where):
                     return
                 if proc.poll() is not None:
-                    raise DaemonUnavailable(f"the daemon did not start ({_last_line(paths)})")
+                    # settings it could not load: the client's own process says what is wrong with them
+                    raise DaemonUnavailable(f"the daemon did not start ({_last_line(paths)})",
+                                            quiet=proc.returncode == SETTINGS_ERROR)
                 time.sleep(0.02)
             raise DaemonUnavailable(f"the daemon did not answer within {START_TIMEOUT_S:.0f} s (see {paths.log})")
     except LockTimeout:
