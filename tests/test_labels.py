@@ -152,6 +152,11 @@ def test_each_writer_s_labels_are_left_out() -> None:
                                                                    "assert", "1", "2"]
     assert searchable("chunk", "subagent Explore: survey\nlist folders") == "Explore survey\nlist folders"
     assert searchable("user_message", "prompt: as typed") == "prompt: as typed"  # the user's own text
+    # What the sources write for what they leave out: a shortened output, an image, a tool reference.
+    cut = "Bash: make\nstarting… [+120 chars]\nfirst\n… [900 chars] …\nlast\n[image]\n[tool_reference WebSearch]"
+    assert WORDS.findall(searchable("chunk", cut).lower()) == ["bash", "make", "starting", "first", "last",
+                                                                 "websearch"]
+    assert searchable("user_message", "look at this [image]").strip() == "look at this"
 
 
 def test_an_index_written_with_labels_is_rewritten_without_them(tmp_path: Path, dense_embedder: Any,

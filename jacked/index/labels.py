@@ -21,6 +21,9 @@ from collections.abc import Callable
 CHUNK_PROMPT = "prompt: "
 _CHUNK_SUBAGENT_COLON = re.compile(r"\A([^\n:]*?): ")
 _TOOL_ERROR = re.compile(r"(?m)^([\w.-]+) \(error\): ")
+# What the sources write in place of what they leave out (`jacked.sources.briefs`, the readers): a
+# shortened output's mark, an image, a tool reference's bracket word.
+_PLACEHOLDERS = re.compile(r"… \[\+\d+ chars\]|(?m:^… \[\d+ chars\] …$)|\[image\]|(?<=\[)tool_reference (?=[^\]\n]*\])")
 
 # Extractive summaries (`summarize.extractive_turn_summary`, `extractive_session_summary`): the
 # words that open each sentence, the counts in brackets, and the fixed sentences.
@@ -47,7 +50,11 @@ def _chunk(text: str) -> str:
         text = _CHUNK_SUBAGENT_COLON.sub(r"\1 ", text[len("subagent "):], count=1)
     elif text.startswith(CHUNK_PROMPT):
         text = text[len(CHUNK_PROMPT):]
-    return _TOOL_ERROR.sub(r"\1: ", text)
+    return _PLACEHOLDERS.sub("", _TOOL_ERROR.sub(r"\1: ", text))
+
+
+def _prompt(text: str) -> str:
+    return _PLACEHOLDERS.sub("", text)
 
 
 def _summary(text: str) -> str:
@@ -62,6 +69,7 @@ def _decision(text: str) -> str:
 
 _BY_TYPE: dict[str, Callable[[str], str]] = {
     "chunk": _chunk,
+    "user_message": _prompt,
     "turn_summary": _summary,
     "session_summary": _summary,
     "decision": _decision,

@@ -7,8 +7,9 @@ session of the query and mixed (`LEXICAL_SHARE`). Fusing sessions rather than po
 session that matches on both legs, or on several points, rise above one that matches once;
 scoring by value rather than rank lets a clearly better lexical match win over a middling
 semantic one (equal-weight RRF over points let the weaker dense leg pull good BM25 ranks
-down). A session holding the query verbatim — a quoted phrase, an error line, a path — is
-ranked above every session that does not.
+down). A session holding the query verbatim — a quoted phrase, an error line, a path, or
+plain words as typed — is ranked above every session that does not. jacked's own labels
+("prompt: ", "Asked: ") are never a match (`jacked.index.labels`).
 
 The relevance is then weighted for whose session it is (own 1.0, teammate
 `teammate_weight`), where it was (current repo 1.0, other `other_repo_weight`) and when
@@ -86,7 +87,8 @@ def _fold(text: str) -> str:
 def exact_phrases(query: str) -> list[str]:
     """What the query asks for verbatim: its "quoted" or `backticked` parts, else the whole
     query when it reads as copied text (an identifier, or three words or more with an error
-    line's punctuation or a word with digits). Plain words are left to the ranking."""
+    line's punctuation or a word with digits). Plain words are left to the search, which
+    matches them as typed when they hold two terms or more."""
     quoted = [_fold(a or b) for a, b in _QUOTED.findall(query) if (a or b).strip()]
     if quoted:
         return quoted
