@@ -139,6 +139,19 @@ def cache_vectors(catalog: Catalog, vectors: Iterable[tuple[str, Iterable[float]
                                [(k, array("f", v).tobytes()) for k, v in vectors])
 
 
+def extract_version(catalog: Catalog, user_name: str) -> int:
+    """Which extraction version this user's points were written with (0: before it was recorded)."""
+    return meta_flag(catalog, f"extract_version:{user_name}")
+
+
+def reextract_all(catalog: Catalog, user_name: str, version: int) -> None:
+    """Every session of `user_name` to be extracted and indexed again (its points are rewritten where
+    their content hash changed), and `version` recorded, in one transaction."""
+    with catalog.transaction():
+        catalog.db.execute("UPDATE index_sessions SET indexed_seq = -1 WHERE user_name = ?", (user_name,))
+        set_meta_flag(catalog, f"extract_version:{user_name}", version)
+
+
 def payload_version(catalog: Catalog, user_name: str) -> int:
     """Which payload upgrade this user's points have had (0: none yet)."""
     return meta_flag(catalog, f"payload_version:{user_name}")

@@ -21,11 +21,12 @@ from typing import Any
 import orjson
 
 from jacked.catalog import Catalog, timeline_queries
+from jacked.index.labels import CHUNK_PROMPT
 from jacked.sources.decisions import SEARCHABLE_DECISIONS, decision_text
 from jacked.sources.model import prompt_text
 
 # Bump when what is extracted or how it is split changes: every content hash changes with it.
-EXTRACT_VERSION = 2
+EXTRACT_VERSION = 3  # 3: jacked's labels left out of what BM25 embeds (labels.py)
 
 MIN_SUBAGENT_SUMMARY = 200
 CHUNK_CHARS = 3000  # a sparse window: BM25 has no model window, but snippets should stay readable
@@ -231,7 +232,7 @@ class Extractor:
         outputs = self.catalog.event_texts(sid)
         unit = 0
         for t in turns:
-            lines = [f"prompt: {t['prompt']}"] if t["prompt"] else []
+            lines = [f"{CHUNK_PROMPT}{t['prompt']}"] if t["prompt"] else []
             lines += outputs.get(t["turn_index"], [])
             lines += _work_lines(by_owner_turn.get(("", t["turn_index"]), []))
             if len(lines) > 1 or (lines and t["turn_index"] == 0):

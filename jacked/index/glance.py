@@ -37,6 +37,7 @@ from typing import Any
 
 from jacked.catalog import Catalog, forget_queries, index_state
 from jacked.index.extract import POINT_NAMESPACE
+from jacked.index.labels import searchable
 from jacked.ingest.privacy import Privacy, has_nomem
 from jacked.sources.claude.discover import main_files, repo_name_of
 from jacked.sources.claude.glance import Glimpse, glance
@@ -184,7 +185,7 @@ class Glance:
                 if g.session_id not in self.written:
                     self.report.sessions += 1
                 self.written[g.session_id] = n
-        vectors = self.sparse.embed_documents([text for _, text, _ in units])
+        vectors = self.sparse.embed_documents([searchable(CONTENT_TYPE, text) for _, text, _ in units])
         store.upsert([Point(id=pid, payload=payload, dense=None, sparse=sv)
                       for (pid, _, payload), sv in zip(units, vectors)])
         self.report.points += len(units)

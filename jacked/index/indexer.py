@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from jacked.catalog import Catalog, index_state
 from jacked.index.ahead import EmbedAhead
 from jacked.index.dense_pass import DensePass, Progress
+from jacked.index.labels import searchable
 from jacked.config import Settings
 from jacked.util.time import epoch
 
@@ -301,10 +302,18 @@ class Indexer:
 
     def _upgrade_payloads(self, store: Any) -> None:
         """Give points written by an older jacked the payload fields filters now use, without
-        rewriting them: 1 = `agent` (every point before it was Claude Code's)."""
+        rewriting them: 1 = `agent` (every point before it was Claude Code's); and mark every session
+        stale when the extraction changed since its points were written."""
         if index_state.payload_version(self.catalog, self.user) < PAYLOAD_VERSION:
             store.set_payload_where({"agent": "claude"}, self.user)
             index_state.set_payload_version(self.catalog, self.user, PAYLOAD_VERSION)
+        # Points extracted by an older version (e.g. with jacked's labels in their BM25 vectors) are
+        # rewritten by the next index run: every session is stale once; unchanged texts keep their
+        # cached dense vectors, so only the sparse side is computed again.
+        from jacked.index.extract import EXTRACT_VERSION
+
+        if index_state.extract_version(self.catalog, self.user) < EXTRACT_VERSION:
+            index_state.reextract_all(self.catalog, self.user, EXTRACT_VERSION)
 
     def index_paths(self, groups: list[Any], progress: Progress | None = None) -> IndexReport:
         """Scan and index just these session groups (the hook's fast path)."""
@@ -490,7 +499,7 @@ class Indexer:
                 self._ahead.offer(t for t in dense_texts if t not in dense_vecs)
         else:
             dense_vecs = self._dense_vectors(dense_texts, report)
-        sparse_vecs = self.sparse.embed_documents([d.text for d, _, _ in to_write])
+        sparse_vecs = self.sparse.embed_documents([searchable(d.content_type, d.text) for d, _, _ in to_write])
         rows_by_sid = {sid: self.catalog.get_session_row(sid) or {} for sid, _, _ in batch}
         points = []
         for (d, h, pid), sv in zip(to_write, sparse_vecs):

@@ -7,8 +7,9 @@ session of the query and mixed (`LEXICAL_SHARE`). Fusing sessions rather than po
 session that matches on both legs, or on several points, rise above one that matches once;
 scoring by value rather than rank lets a clearly better lexical match win over a middling
 semantic one (equal-weight RRF over points let the weaker dense leg pull good BM25 ranks
-down). A session holding the query verbatim — a quoted phrase, an error line, a path — is
-ranked above every session that does not.
+down). A session holding the query verbatim — a quoted phrase, an error line, a path, or
+plain words as typed — is ranked above every session that does not. jacked's own labels
+("prompt: ", "Asked: ") are never a match (`jacked.index.labels`).
 
 The relevance is then weighted for whose session it is (own 1.0, teammate
 `teammate_weight`), where it was (current repo 1.0, other `other_repo_weight`) and when
@@ -27,6 +28,7 @@ from typing import Any
 
 from jacked.catalog.index_state import PENDING
 from jacked.config import Settings
+from jacked.index.labels import searchable
 from jacked.query.filters import conditions as filter_conditions
 from jacked.query.options import SearchError, SearchOptions
 from jacked.query.options import current_repo_name as current_repo_name  # re-exported: its users import it from here
@@ -74,6 +76,8 @@ _IDENTIFIER = re.compile(r"[a-z0-9][_/.:\\-]+[a-z0-9_]|(?:^|\s)[_./-]+[a-z0-9]")
 _VERBATIM = re.compile(r"[:'\"()\[\]{}<>=#@!$%^&*|\\]|[a-z][0-9]|[0-9][a-z]")
 _QUOTED = re.compile(r'"([^"]+)"|`([^`]+)`')
 PHRASE_MIN_WORDS = 3
+# Plain words are matched as typed only when they hold this many BM25 terms (not "fix it").
+PLAIN_PHRASE_MIN_TERMS = 2
 
 
 def _fold(text: str) -> str:
@@ -83,7 +87,8 @@ def _fold(text: str) -> str:
 def exact_phrases(query: str) -> list[str]:
     """What the query asks for verbatim: its "quoted" or `backticked` parts, else the whole
     query when it reads as copied text (an identifier, or three words or more with an error
-    line's punctuation or a word with digits). Plain words are left to the ranking."""
+    line's punctuation or a word with digits). Plain words are left to the search, which
+    matches them as typed when they hold two terms or more."""
     quoted = [_fold(a or b) for a, b in _QUOTED.findall(query) if (a or b).strip()]
     if quoted:
         return quoted
@@ -100,6 +105,13 @@ def _phrase_patterns(phrases: list[str]) -> list[tuple[str, re.Pattern[str]]]:
              re.compile(("(?<![a-z0-9])" if p[0].isalnum() else "") + re.escape(p)
                         + ("(?![a-z0-9])" if p[-1].isalnum() else "")))
             for p in phrases]
+
+
+def _shown_at(text: str, patterns: list[tuple[str, re.Pattern[str]]], at: int) -> int:
+    """Where the phrase found at `at` in the text without labels starts in the shown text: labels
+    only take characters out, so it is the first match from there on."""
+    m = patterns[0][1].search(" ".join(text.lower().split()), at)
+    return m.start() if m else at
 
 
 def _found_at(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> int | None:
@@ -181,6 +193,11 @@ class Searcher:
         if self.dense.is_loaded:  # a cold process's model is still loading: no waiting for it
             running.wait(0.05)
         sparse_vec = self.sparse.embed_query(words)
+        if not phrases and len(set(sparse_vec.indices)) >= PLAIN_PHRASE_MIN_TERMS:
+            # Plain words a text holds as typed, in order ("required parameter"), are its verbatim
+            # match too: BM25 alone weighs them as loose words, and texts that repeat one of them
+            # (a prompt, then its summary) outrank the one text holding them together.
+            phrases = [_fold(words)]
         _, lexical_hits = self.store.search_each(None, sparse_vec, flt, limit=CANDIDATES, fields=[])
         keys = self._point_keys(list(dict.fromkeys(h.id for h in lexical_hits)))
         self._shown = {}  # point id → what a shown match needs (read once per query)
@@ -236,9 +253,11 @@ class Searcher:
         found: dict[str, int] = {}
         for h in self.store.retrieve([h.id for h in hits], SHOW_FIELDS):
             self._shown[h.id] = h.payload  # read once: the match may be shown too
-            at = _found_at(h.payload.get("text") or "", patterns)
+            text = h.payload.get("text") or ""
+            # jacked's own labels ("prompt: ", "Asked: ") are no match: the text without them is judged.
+            at = _found_at(searchable(h.payload.get("content_type"), text), patterns)
             if at is not None:
-                found[h.id] = at
+                found[h.id] = _shown_at(text, patterns, at)
         return found
 
     def _rank(self, sessions: dict[str, _Session], opts: SearchOptions, now: datetime) -> list[dict[str, Any]]:
@@ -421,7 +440,7 @@ def _result(sid: str, s: _Session, points: list[dict[str, Any]], payloads: dict[
         "_best_dense": max(s.dense, default=0.0),
         "matches": [{"content_type": pl.get("content_type"), "text": _snippet(pl.get("text"), around=p.get("at")),
                      "score": round(p["score"], 6), "turn_index": pl.get("turn_index")} for p, pl in shown],
-        "_texts": [pl.get("text") or "" for _, pl in shown],
+        "_texts": [searchable(pl.get("content_type"), pl.get("text") or "") for _, pl in shown],
     }
 
 
