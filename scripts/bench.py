@@ -932,6 +932,9 @@ def bench_daemon(claude_dir: Path, repeat: int, runs: int = 15) -> dict[str, flo
     out: dict[str, float] = {}
     try:
         subprocess.run(exe + ["backfill", "--json"], env=off, capture_output=True, check=True)
+        # the daemon keeps its home's index for its whole life: the in-process runs get a copy of their own
+        shutil.copytree(home, work / "home-off")
+        off["JACKED_HOME"] = str(work / "home-off")
         subprocess.run(exe + ["daemon", "start"], env=on, capture_output=True, check=True)
         wall(exe + ["search", "warm up"], on)
         times: dict[str, list[float]] = {"pass": []}

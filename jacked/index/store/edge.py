@@ -387,13 +387,17 @@ class EdgeStore(VectorStore):
         lock.release()
 
     def _busy_message(self) -> str:
-        who = "another process"
+        who, daemon = "another process", False
         try:
             owner = json.loads((self.path / _OWNER).read_text(encoding="utf-8"))
             since = time.strftime("%H:%M:%S", time.localtime(owner["since"]))
             who = f"process {owner['pid']} ({owner.get('command') or '?'}) on {owner.get('host', '?')}, since {since}"
+            daemon = "run --spawned" in str(owner.get("command")) or "daemon run" in str(owner.get("command"))
         except (OSError, ValueError, KeyError, TypeError):
             pass
+        if daemon:  # it keeps the index for its whole life: waiting longer would not help
+            return (f"index {self.path} is held by the jacked daemon ({who}): ask it (unset JACKED_DAEMON=off) "
+                    "or stop it first (`jacked daemon stop`)")
         return (
             f"index {self.path} is busy: {who} holds it; waited {self.lock_timeout:g}s — "
             "try again when it finishes"
