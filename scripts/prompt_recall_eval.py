@@ -27,7 +27,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = REPO / "tests" / "fixtures" / "prompt_recall" / "labels.jsonl"
-REAL = REPO.parent / "shared" / "fixtures" / "claude-code" / "real"
+REAL = REPO / "tests" / "fixtures" / "claude-code" / "real"
 
 
 def load_labels(path: Path) -> list[dict[str, Any]]:

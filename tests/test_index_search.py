@@ -85,7 +85,8 @@ def test_backfill_indexes_typed_points(indexed: dict[str, Any]) -> None:
 def test_rerun_embeds_nothing(indexed: dict[str, Any]) -> None:
     again = indexed["indexer"].backfill()
     assert (again.points_written, again.texts_embedded, again.points_deleted) == (0, 0, 0)
-    assert again.sessions_unchanged >= 12
+    # every file of the corpus passed over: its sessions unchanged, the files that hold none said apart
+    assert again.sessions_unchanged >= 10 and again.sessions_unchanged + again.files_without_session >= 12
 
 
 def test_search_finds_the_right_sessions_for_every_query_kind(indexed: dict[str, Any]) -> None:
