@@ -296,25 +296,10 @@ class RemoteService:
 
 def wait_for_exit(paths: DaemonPaths, pid: int, timeout: float) -> bool:
     """Wait until the daemon `pid` is gone (with no pid: until its lock is free); whether it went in time."""
-    import fcntl
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if pid:
-            if not _alive(pid):
-                return True
-        else:
-            try:
-                fd = os.open(paths.lock, os.O_RDWR)
-            except FileNotFoundError:
-                return True
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                pass
-            finally:
-                os.close(fd)
+        if not (_alive(pid) if pid else daemon_alive(paths)):
+            return True
         time.sleep(0.05)
     return False
 
