@@ -11,6 +11,7 @@ from jacked.sources.claude.source import ClaudeSource
 from jacked.sources.codex.source import CodexSource
 from jacked.sources.gemini.source import GeminiSource
 from jacked.sources.opencode.source import OpencodeSource
+from jacked.sources.qwen.source import QwenSource
 
 SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     ClaudeSource(),
@@ -18,6 +19,7 @@ SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     GeminiSource(),
     OpencodeSource(),
     AiderSource(),
+    QwenSource(),
 )}
 
 

@@ -348,7 +348,7 @@ class TurnBuilder:
         if isinstance(args.get("description"), str):
             inv.description = short(args["description"], 300)
         if name in AGENT_TOOLS:
-            agent = args.get("agent_name") or args.get("agentName")
+            agent = args.get("agent_name") or args.get("agentName") or args.get("subagent_type")  # Qwen Code's `task`
             inv.subagent_type = agent if isinstance(agent, str) else None
         if isinstance(tc.get("agentId"), str):
             inv.agent_id = tc["agentId"]
@@ -424,4 +424,5 @@ def _absolute(p: str) -> bool:
 
 
 def build_turns(messages: list[dict[str, Any]]) -> Built:
-    return TurnBuilder(messages).build()
+    # Qwen Code, a fork, wrote its model's messages as `qwen` in the same files (2025-08 … 11)
+    return TurnBuilder([{**m, "type": "gemini"} if m.get("type") == "qwen" else m for m in messages]).build()
