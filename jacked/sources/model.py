@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Tool names by what they do, for every agent jacked reads (metrics, stats and timelines are
-# agent-neutral): Claude Code (capitalised), Codex CLI, Gemini CLI, opencode.
+# agent-neutral): Claude Code (capitalised), Codex CLI, Gemini CLI, opencode, the Cline family.
 READ_TOOLS = frozenset({"Read", "read_file", "read_many_files", "read", "view"})
-WRITE_TOOLS = frozenset({"Write", "write_file", "write"})
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "apply_patch", "replace", "edit", "multiedit", "patch"})
+WRITE_TOOLS = frozenset({"Write", "write_file", "write", "write_to_file"})
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "apply_patch", "replace", "edit", "multiedit", "patch", "replace_in_file",
+                        "apply_diff", "insert_content", "search_and_replace"})
 SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "shell_command", "container.exec",
-                         "run_shell_command", "bash"})
+                         "run_shell_command", "bash", "execute_command"})
 AGENT_TOOLS = frozenset({"Task", "Agent", "task", "invoke_agent"})
 
 

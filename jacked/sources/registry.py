@@ -8,6 +8,7 @@ from __future__ import annotations
 from jacked.sources.aider.source import AiderSource
 from jacked.sources.base import TranscriptSource
 from jacked.sources.claude.source import ClaudeSource
+from jacked.sources.cline.source import CLINE, KILO, ROO
 from jacked.sources.codex.source import CodexSource
 from jacked.sources.gemini.source import GeminiSource
 from jacked.sources.opencode.source import OpencodeSource
@@ -20,6 +21,7 @@ SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     OpencodeSource(),
     AiderSource(),
     QwenSource(),
+    CLINE, ROO, KILO,
 )}
 
 

@@ -1,0 +1,202 @@
+"""Cline, Roo Code and Kilo Code (one reader, three sources): task folders read against an
+independent count and hand-checked details; editors and platforms, the scanner, `status` and
+bad input."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from jacked.catalog import Catalog
+from jacked.ingest.agents import source_status
+from jacked.ingest.scan import Scanner
+from jacked.query.history import turns_json
+from jacked.sources.cline import source as cline_source
+from jacked.sources.cline.source import CLINE, KILO, ROO, ClineFamilySource, editor_config_dir
+from jacked.sources.cline.turns import edit_counts
+from jacked.sources.model import Session
+from jacked.sources.registry import SOURCES
+
+HERE = Path(__file__).parent
+CONFIG = HERE / "fixtures" / "cline" / "hand" / "config"
+STORAGE = CONFIG / "Code" / "User" / "globalStorage"
+HEALTH, BROKEN, OLD, HALF, CURSOR = "1760000000000", "1760000100000", "1720000000000", "1760000900000", "1760000500000"
+ROO_TASK = "0d1f2c3b-4a5e-4f60-8a7b-9c8d7e6f5a4b"
+
+
+def _counter() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cline_test_count", HERE / "agents" / "count_cline.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+counter = _counter()
+
+
+def _read_all(source: ClineFamilySource, root: Path) -> dict[str, Session]:
+    errors: list[str] = []
+    out = {f.session_id: source.read(f) for f in source.discover(root, errors)}
+    assert errors == []
+    return out
+
+
+@pytest.fixture(scope="module")
+def cline() -> dict[str, Session]:
+    return _read_all(CLINE, STORAGE / CLINE.extension_id)
+
+
+@pytest.mark.parametrize("source", [CLINE, ROO, KILO], ids=lambda s: s.name)
+def test_counts_match_the_independent_count(source: ClineFamilySource) -> None:
+    expected = counter.count(CONFIG, source.extension_id)
+    sessions = _read_all(source, STORAGE / source.extension_id)
+    assert set(sessions) == set(expected["by_session"])
+    for sid, want in expected["by_session"].items():
+        s = sessions[sid]
+        calls = [i for t in s.turns for i in t.invocations]
+        assert len([t for t in s.turns if t.index >= 1]) == want["turns"], sid
+        assert (len(calls), sum(i.is_error for i in calls)) == (want["tool_calls"], want["errors"]), sid
+        assert sum(t.metrics.input_tokens for t in s.turns) == want["input_tokens"], sid
+        assert sum(t.metrics.output_tokens for t in s.turns) == want["output_tokens"], sid
+        assert sum(t.metrics.cache_read_tokens for t in s.turns) == want["cache_read_tokens"], sid
+    summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")}
+    assert summary == {"cline": {"sessions": 5, "turns": 7, "tool_calls": 8, "errors": 3},
+                       "roo": {"sessions": 1, "turns": 1, "tool_calls": 3, "errors": 0},
+                       "kilo": {"sessions": 1, "turns": 1, "tool_calls": 1, "errors": 0}}[source.name]
+
+
+def test_approvals_refusal_question_and_command(cline: dict[str, Session]) -> None:
+    s = cline[HEALTH]
+    assert (s.cwd, s.repo_name, s.version_first, s.models) == ("/home/dev/api", "api", "3.32.0", ["claude-sonnet-4-5"])
+    assert [t.prompt for t in s.turns] == ["Add a /health endpoint to server.js", "Use express.Router instead", "Yes"]
+    t1, t2, t3 = s.turns
+    read, refused = t1.invocations
+    assert read.tool_name == "read_file" and read.file_path == "server.js" and not read.is_error
+    assert refused.tool_name == "replace_in_file" and refused.is_error and refused.result_brief.startswith("The user denied")
+    assert [(e.type, e.data) for e in t1.events] == [
+        ("feedback", {"kind": "tool_rejected", "tool_name": "replace_in_file", "reason": None})]
+    assert t1.assistant_text == "I'll read server.js first."  # the partial "Adding the route." is left out
+    # 1200 + 1500 + 1700 in, 150 + 90 + 120 out, cache reads 800 + 1500, writes 800
+    assert (t1.metrics.input_tokens, t1.metrics.output_tokens, t1.metrics.cache_read_tokens) == (4400, 360, 2300)
+    edit, command = t2.invocations
+    assert (edit.lines_added, edit.lines_removed, edit.is_error) == (3, 0, False) and edit.sequence == 0
+    assert command.command == "npm test" and "# pass 3" in command.result_brief and command.sequence == 1
+    (decision,) = [e for e in t2.events if e.type == "decision"]
+    assert decision.data == {"kind": "question", "question": "Should /health also report the git sha?",
+                             "options": ["Yes", "No"], "answer": "Yes"}
+    assert [e.data["level"] for e in t3.events] == ["error"]
+    assert t3.assistant_text.startswith("Added /health (with the git sha)")
+    assert s.started_at == "2025-10-09T08:53:20.000Z" and s.ended_at == "2025-10-09T08:53:40.000Z"
+
+
+def test_failures_mcp_and_cancelled_request(cline: dict[str, Session]) -> None:
+    s = cline[BROKEN]
+    assert s.models == ["qwen/qwen3-coder"]  # from the request's modelInfo (no task_metadata.json)
+    (turn,) = s.turns
+    write, edit, command, mcp = turn.invocations
+    assert write.tool_name == "write_to_file" and write.file_created and write.lines_added == 3
+    assert (write.parallel_group, edit.parallel_group) == (1, 2)  # one request's calls: a batch
+    assert edit.is_error and (edit.lines_added, edit.lines_removed) == (1, 1)
+    assert command.command == "npx eslint ." and command.is_error
+    assert mcp.tool_name == "mcp__github__search_issues" and mcp.result_brief.startswith("2 issues") and not mcp.is_error
+    assert turn.interrupted and ("feedback", {"kind": "interrupted"}) in [(e.type, e.data) for e in turn.events]
+
+
+def test_older_name_half_written_file_and_other_editors(cline: dict[str, Session]) -> None:
+    old = cline[OLD]
+    assert old.cwd == "/home/dev/old" and [t.prompt for t in old.turns] == ["List the TODOs"]  # cwd from the API history
+    half = cline[HALF]
+    assert half.lines_malformed == 1 and [t.prompt for t in half.turns] == ["Bump the version"]
+    assert cline[CURSOR].turns[0].prompt == "Rename the server port variable"  # Cursor's storage, beside VS Code's
+    assert "1760000950000" not in cline  # a folder with no chat
+
+
+def test_roo_and_kilo_tool_names() -> None:
+    (roo,) = _read_all(ROO, STORAGE / ROO.extension_id).values()
+    assert roo.cwd == "/home/dev/site" and roo.session_id == ROO_TASK
+    search, diff, new_task = roo.turns[0].invocations
+    assert (search.tool_name, diff.tool_name, new_task.tool_name) == ("codebase_search", "apply_diff", "new_task")
+    assert (diff.lines_added, diff.lines_removed) == (1, 1)  # the `:start_line:` header is not a line of the file
+    (kilo,) = _read_all(KILO, STORAGE / KILO.extension_id).values()
+    assert kilo.cwd == "/home/dev/cli" and kilo.turns[0].invocations[0].command == "go vet ./..."
+
+
+def test_edit_counts_of_both_diff_forms() -> None:
+    assert edit_counts("------- SEARCH\na\nb\n=======\na\nc\nd\n+++++++ REPLACE") == (2, 1)
+    assert edit_counts("<<<<<<< SEARCH\n:start_line:3\n:end_line:3\n-------\nx\n=======\ny\n>>>>>>> REPLACE") == (1, 1)
+    assert edit_counts("--- a\n+++ b\n@@ -1 +1,2 @@\n-x\n+y\n+z") == (2, 1)
+
+
+def test_roots_by_platform_editor_and_variable(tmp_path: Path) -> None:
+    assert {SOURCES[n].label for n in ("cline", "roo", "kilo")} == {"Cline", "Roo Code", "Kilo Code"}
+    env = {"HOME": str(tmp_path)}
+    assert editor_config_dir(env, "linux") == tmp_path / ".config"
+    assert editor_config_dir({**env, "XDG_CONFIG_HOME": "/x"}, "linux") == Path("/x")
+    assert editor_config_dir(env, "darwin") == tmp_path / "Library" / "Application Support"
+    assert editor_config_dir({**env, "APPDATA": "C:/Users/u/AppData/Roaming"}, "win32") == Path("C:/Users/u/AppData/Roaming")
+    assert CLINE.default_root({"JACKED_CLINE_DIR": "/d/cline", **env}) == Path("/d/cline")
+    # nothing there: VS Code's place; then the first editor that has the extension's tasks
+    code = tmp_path / ".config" / "Code" / "User" / "globalStorage" / ROO.extension_id
+    assert ROO.default_root({**env, "XDG_CONFIG_HOME": str(tmp_path / ".config")}) == code
+    cursor = tmp_path / ".config" / "Cursor" / "User" / "globalStorage" / ROO.extension_id
+    (cursor / "tasks").mkdir(parents=True)
+    assert ROO.default_root({**env, "XDG_CONFIG_HOME": str(tmp_path / ".config")}) == cursor
+    (tmp_path / ".cline" / "data" / "tasks").mkdir(parents=True)  # Cline's CLI
+    assert CLINE.default_root({**env, "XDG_CONFIG_HOME": str(tmp_path / ".config")}) == tmp_path / ".cline" / "data"
+
+
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_scan_is_incremental_never_writes_and_status(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config)
+    before = _snapshot(config)
+    root = config / "Code" / "User" / "globalStorage" / CLINE.extension_id
+    roots = {"cline": root, "roo": config / "Code" / "User" / "globalStorage" / ROO.extension_id}
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    cat = Catalog(tmp_path / "catalog.db")
+    first = Scanner(cat, claude, agents=roots).scan()
+    assert first.errors == [] and first.sessions_scanned == 6
+    rows = {r["session_id"]: r for r in cat.list_sessions()}
+    assert rows[HEALTH]["agent"] == "cline" and rows[ROO_TASK]["agent"] == "roo" and rows[HEALTH]["repo_name"] == "api"
+    assert len(turns_json(cat, HEALTH)["turns"]) == 3
+    assert _snapshot(config) == before  # bytes and times of the extensions' files unchanged
+    again = Scanner(cat, claude, agents=roots).scan()
+    assert (again.sessions_scanned, again.sessions_unchanged) == (0, 6)
+    ui = root / "tasks" / HEALTH / "ui_messages.json"
+    messages = json.loads(ui.read_text())
+    messages.append({"ts": 1760000030000, "type": "say", "say": "user_feedback", "text": "Now add a test for /health"})
+    ui.write_text(json.dumps(messages))  # the extension rewrites the whole file
+    grown = Scanner(cat, claude, agents=roots).scan()
+    assert (grown.sessions_scanned, grown.sessions_unchanged) == (1, 5)
+    assert turns_json(cat, HEALTH)["turns"][-1]["prompt"] == "Now add a test for /health"
+    listed = {s["name"]: s for s in source_status(cat, claude, environ={"JACKED_CLINE_DIR": str(root)})}
+    assert listed["cline"] == {"name": "cline", "label": "Cline", "root": str(root), "found": True, "enabled": True,
+                               "sessions": 5}
+
+
+def test_a_huge_or_unreadable_task_is_skipped_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = tmp_path / "cline"
+    shutil.copytree(STORAGE / CLINE.extension_id, storage)
+    (storage / "tasks" / "big").mkdir()
+    (storage / "tasks" / "big" / "ui_messages.json").write_text(json.dumps([{"type": "say", "say": "text",
+                                                                             "text": "x" * 200_000}]))
+    (storage / "tasks" / "odd").mkdir()
+    (storage / "tasks" / "odd" / "ui_messages.json").write_text('{"not": "a list"}')
+    monkeypatch.setattr(cline_source, "MAX_FILE_BYTES", 100_000)
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    cat = Catalog(tmp_path / "catalog.db")
+    report = Scanner(cat, claude, agents={"cline": storage}).scan()
+    assert len(report.errors) == 2 and "big" in report.errors[0] and "odd" in report.errors[1]
+    assert report.agents["cline"]["skipped"] == 1 and report.sessions_scanned == 4  # the others read
