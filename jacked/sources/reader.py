@@ -7,6 +7,7 @@ does not decode (a session still being written) is left unconsumed for the next 
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -128,3 +129,20 @@ def first_record(path: Path, max_lines: int = 50) -> dict[str, Any] | None:
     except OSError:
         return None
     return None
+
+
+def complete_array_items(text: str, start: int) -> Iterator[Any]:
+    """The complete elements of the JSON array whose `[` is at `start`, up to where the text was
+    cut short (an agent rewriting a whole file was read mid-write)."""
+    decoder = json.JSONDecoder()
+    pos = start + 1
+    while pos < len(text):
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            return
+        yield obj

@@ -17,7 +17,6 @@ read too. A task's id is its folder name; a task is re-read when one of its file
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -30,6 +29,7 @@ from jacked.sources.base import FoundSession, stat_fingerprint
 from jacked.sources.cline.turns import PARSER_VERSION, build_turns, cwd_in
 from jacked.sources.model import Session
 from jacked.sources.paths import repo_name_of
+from jacked.sources.reader import complete_array_items
 
 EDITORS = ("Code", "Cursor", "Code - Insiders", "VSCodium", "Windsurf")
 UI_FILES = ("ui_messages.json", "claude_messages.json")
@@ -137,20 +137,7 @@ def _salvage(text: str) -> list[Any]:
     start = text.find("[")
     if start < 0:
         raise ValueError("not a Cline task's messages (no JSON array)")
-    decoder = json.JSONDecoder()
-    out: list[Any] = []
-    pos = start + 1
-    while pos < len(text):
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            break
-        try:
-            obj, pos = decoder.raw_decode(text, pos)
-        except ValueError:
-            break
-        out.append(obj)
-    return out
+    return list(complete_array_items(text, start))
 
 
 def _metadata(path: Path) -> dict[str, list[str]]:

@@ -24,7 +24,6 @@ Roo Code and Kilo Code, its forks, keep the shape). Rules:
 """
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,6 +32,7 @@ from typing import Any
 import orjson
 
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
+from jacked.sources.gemini.turns import diff_counts, string_edit_counts
 from jacked.sources.metrics import compute_metrics, elapsed_ms
 from jacked.sources.model import READ_TOOLS, Invocation, LlmCall, TextUnit, Turn, TurnEvent
 from jacked.sources.textclean import strip_ansi
@@ -94,17 +94,13 @@ def _int(v: Any) -> int:
 def edit_counts(diff: str) -> tuple[int, int]:
     """Lines added and removed by a SEARCH/REPLACE diff (Cline, Roo Code), else a unified one."""
     blocks = _SEARCH_BLOCK.findall(diff)
-    if blocks:
-        added = removed = 0
-        for old, new in blocks:
-            old = _LINE_HINTS.sub("", old)  # Roo Code's `:start_line:` header of a block
-            for line in difflib.ndiff(old.splitlines(), new.splitlines()):
-                added += line.startswith("+ ")
-                removed += line.startswith("- ")
-        return added, removed
-    lines = diff.splitlines()
-    return (sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++")),
-            sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---")))
+    if not blocks:
+        return diff_counts(diff)
+    added = removed = 0
+    for old, new in blocks:
+        a, r, _ = string_edit_counts(_LINE_HINTS.sub("", old), new)  # Roo Code heads a block with `:start_line:`
+        added, removed = added + a, removed + r
+    return added, removed
 
 
 @dataclass(slots=True)

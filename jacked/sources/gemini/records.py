@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from jacked.sources.reader import ReadResult, iter_records
+from jacked.sources.reader import ReadResult, complete_array_items, iter_records
 
 META_KEYS = ("sessionId", "projectHash", "startTime", "lastUpdated", "summary", "directories", "kind")
 HEAD_BYTES = 16 * 1024  # where a file's session id is looked for at discovery
@@ -170,25 +170,14 @@ def _salvage(path: Path, text: str) -> ChatFile:
         chat.lines = 1
         return chat
     pos = text.find("[", start)
-    decoder = json.JSONDecoder()
     msgs = _Messages()
     count = 0
-    while 0 <= pos < len(text):
-        pos += 1
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            break
-        try:
-            obj, pos = decoder.raw_decode(text, pos)
-        except ValueError:
-            break
+    for obj in complete_array_items(text, pos) if pos >= 0 else ():
         count += 1
         if _is_message(obj):
             msgs.put(obj)
         else:
             chat.unknown += 1
-        pos -= 1  # the loop steps over the separator
     chat.messages = list(msgs.by_id.values())
     chat.lines = 1 + count + 1  # the header, the messages, the line cut short
     return chat
