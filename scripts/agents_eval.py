@@ -3,8 +3,8 @@ and finds each agent's sessions.
 
     python scripts/agents_eval.py --out /tmp/mixed [--sessions 120] [--seed 7] [--json]
 
-Build: `scripts/gen_corpus.py` writes a Claude directory with its truth; then four of
-every five sessions are rewritten, one agent each, in that agent's own format by the writers of
+Build: `scripts/gen_corpus.py` writes a Claude directory with its truth; then all but one in
+len(AGENTS) + 1 sessions are rewritten, one agent each, in that agent's own format by the writers of
 `tests/agents/write_<agent>.py`, from a neutral spec read straight from the generated JSONL (no
 jacked code): prompts, assistant texts, tool calls (read, write, edit, shell, search) with their
 parallel batches, outputs, errors and tokens. What the agents have no place for (a subagent's
@@ -33,13 +33,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 GEN_CORPUS = REPO / "scripts" / "gen_corpus.py"
-AGENTS = ("codex", "gemini", "opencode", "aider", "qwen")
+AGENTS = ("codex", "gemini", "opencode", "aider", "qwen", "cline", "roo", "kilo")
 KINDS = {"Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "Bash": "shell", "Grep": "search",
          "Glob": "search"}
 
 
 def agent_of(session_id: str) -> str:
-    """Four sessions in five go to another agent, by a hash of the id (stable across runs)."""
+    """All sessions but one in len(AGENTS) + 1 go to another agent, by a hash of the id (stable across runs)."""
     n = int(hashlib.sha256(session_id.encode()).hexdigest(), 16) % (len(AGENTS) + 1)
     return "claude" if n == 0 else AGENTS[n - 1]
 
@@ -49,6 +49,7 @@ def agent_env(out: Path) -> dict[str, str]:
     return {"CLAUDE_CONFIG_DIR": str(out / "claude"), "CODEX_HOME": str(out / "codex"),
             "GEMINI_CLI_HOME": str(out / "gemini-home"), "XDG_DATA_HOME": str(out / "xdg-data"),
             "JACKED_AIDER_ROOT": str(out / "aider"), "QWEN_RUNTIME_DIR": str(out / "qwen"),
+            **{f"JACKED_{a.upper()}_DIR": str(out / a) for a in ("cline", "roo", "kilo")},
             "JACKED_HOME": str(out / "jacked-home")}
 
 
@@ -159,9 +160,10 @@ def _remove_claude_files(claude: Path, truth: dict[str, Any]) -> None:
 def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     """Write the mixed corpus under `out` and its truth (`out/mixed_truth.json`)."""
     sys.path.insert(0, str(REPO / "tests"))
-    from agents import write_aider, write_codex, write_gemini, write_opencode, write_qwen  # noqa: PLC0415 (the writers live with the tests)
+    from agents import write_aider, write_cline, write_codex, write_gemini, write_opencode, write_qwen  # noqa: PLC0415 (the writers live with the tests)
 
-    writers = {"codex": write_codex, "gemini": write_gemini, "opencode": write_opencode, "aider": write_aider, "qwen": write_qwen}
+    writers = {"codex": write_codex, "gemini": write_gemini, "opencode": write_opencode, "aider": write_aider, "qwen": write_qwen,
+               "cline": write_cline, "roo": write_cline, "kilo": write_cline}
     if out.exists():
         shutil.rmtree(out)
     claude = out / "claude"

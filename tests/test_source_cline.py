@@ -200,3 +200,29 @@ def test_a_huge_or_unreadable_task_is_skipped_and_counted(tmp_path: Path, monkey
     report = Scanner(cat, claude, agents={"cline": storage}).scan()
     assert len(report.errors) == 2 and "big" in report.errors[0] and "odd" in report.errors[1]
     assert report.agents["cline"]["skipped"] == 1 and report.sessions_scanned == 4  # the others read
+
+
+def _writer() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cline_test_write", HERE / "agents" / "write_cline.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_writer_round_trip(tmp_path: Path) -> None:
+    from tests.test_source_qwen import SPEC  # the neutral spec the agents' writers share
+
+    writer = _writer()
+    root = tmp_path / "storage"
+    (path,) = writer.write_session(root, SPEC)
+    (s,) = _read_all(CLINE, root).values()
+    assert s.session_id == SPEC["session_id"] and s.cwd == SPEC["cwd"] and s.models == [SPEC["model"]]
+    assert [t.prompt for t in s.turns] == [t["prompt"] for t in SPEC["turns"]]
+    for turn, want in zip(s.turns, SPEC["turns"]):
+        assert (len(turn.invocations), sum(i.is_error for i in turn.invocations)) == writer.expected_calls(want)
+        assert (turn.metrics.input_tokens, turn.metrics.output_tokens) == (want["input_tokens"], want["output_tokens"])
+        assert turn.assistant_text == want["assistant"]
+    assert (s.turns[0].metrics.lines_added, s.turns[0].metrics.lines_removed) == (4, 0)
+    counted = counter.count_messages(json.loads(path.read_text()))
+    assert (counted["turns"], counted["tool_calls"], counted["errors"]) == (2, 4, 0)
