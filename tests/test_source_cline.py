@@ -226,3 +226,33 @@ def test_writer_round_trip(tmp_path: Path) -> None:
     assert (s.turns[0].metrics.lines_added, s.turns[0].metrics.lines_removed) == (4, 0)
     counted = counter.count_messages(json.loads(path.read_text()))
     assert (counted["turns"], counted["tool_calls"], counted["errors"]) == (2, 4, 0)
+
+
+def test_backfill_search_agent_filter_and_status_in_the_cli(tmp_path: Path) -> None:
+    """`jacked backfill`, `search --agent roo` and `status --json` in subprocesses: exit 0, JSON out."""
+    import os
+    import subprocess
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config)
+    storage = config / "Code" / "User" / "globalStorage"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
+    env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(config), JACKED_HOME=str(tmp_path / "home"),
+               CLAUDE_CONFIG_DIR=str(tmp_path / "claude"), JACKED_DAEMON="off", NO_COLOR="1")
+    (tmp_path / "claude").mkdir()
+    jacked = [str(Path(sys.executable).parent / "jacked")]
+    before = _snapshot(config)
+    done = subprocess.run([*jacked, "backfill", "--json"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    found = subprocess.run([*jacked, "search", "sticky header", "--agent", "roo", "--json"], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert found.returncode == 0, found.stderr
+    results = json.loads(found.stdout)["results"]
+    assert results and {r["agent"] for r in results} == {"roo"} and results[0]["repo_name"] == "site"
+    status = subprocess.run([*jacked, "status", "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert status.returncode == 0, status.stderr
+    listed = {s["name"]: s for s in json.loads(status.stdout)["sources"]}
+    assert {n: (listed[n]["root"], listed[n]["sessions"]) for n in ("cline", "roo", "kilo")} == {
+        "cline": (str(storage / CLINE.extension_id), 5), "roo": (str(storage / ROO.extension_id), 1),
+        "kilo": (str(storage / KILO.extension_id), 1)}
+    assert _snapshot(config) == before
