@@ -12,7 +12,7 @@ from typing import Any
 # Tool names by what they do, for every agent jacked reads (metrics, stats and timelines are
 # agent-neutral): Claude Code (capitalised), Codex CLI, Gemini CLI, opencode, the Cline family.
 READ_TOOLS = frozenset({"Read", "read_file", "read_many_files", "read", "view"})
-WRITE_TOOLS = frozenset({"Write", "write_file", "write", "write_to_file"})
+WRITE_TOOLS = frozenset({"Write", "write_file", "write", "write_to_file", "create"})
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "apply_patch", "replace", "edit", "multiedit", "patch", "replace_in_file",
                         "apply_diff", "insert_content", "search_and_replace"})
 SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "shell_command", "container.exec",

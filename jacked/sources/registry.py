@@ -10,6 +10,7 @@ from jacked.sources.base import TranscriptSource
 from jacked.sources.claude.source import ClaudeSource
 from jacked.sources.cline.source import CLINE, KILO, ROO
 from jacked.sources.codex.source import CodexSource
+from jacked.sources.copilot.source import CopilotSource
 from jacked.sources.gemini.source import GeminiSource
 from jacked.sources.opencode.source import OpencodeSource
 from jacked.sources.qwen.source import QwenSource
@@ -22,6 +23,7 @@ SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     AiderSource(),
     QwenSource(),
     CLINE, ROO, KILO,
+    CopilotSource(),
 )}
 
 

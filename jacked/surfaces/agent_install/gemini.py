@@ -17,7 +17,7 @@ it; the file when nothing is left at all).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,11 @@ def install(exe: list[str], environ: Mapping[str, str]) -> Path:
     return install_at(settings_path(environ), exe, "Gemini CLI's settings file")
 
 
-def install_at(path: Path, exe: list[str], what: str) -> Path:
-    """Add (or update) the `jacked` MCP server in a Gemini-style settings file (`what` names it in
-    errors): Gemini CLI's, or a fork's of the same format."""
+def install_at(path: Path, exe: list[str], what: str,
+               make_entry: Callable[[list[str]], dict[str, Any]] = entry) -> Path:
+    """Add (or update) the `jacked` MCP server in a JSON file with an `mcpServers` object (`what`
+    names it in errors): Gemini CLI's settings, a fork's, or another agent's of that shape
+    (`make_entry` writes its server entry)."""
     if not exe:
         raise JackedError("no jacked command to register")
     raw = read_config(path, what)
@@ -65,7 +67,7 @@ def install_at(path: Path, exe: list[str], what: str) -> Path:
     if NAME in servers and not is_ours(servers[NAME]):
         raise JackedError(f'{path}: an MCP server named "{NAME}" is already there and is not jacked\'s; '
                           f"rename or remove it first, jacked leaves the file untouched")
-    wanted = entry(exe)
+    wanted = make_entry(exe)
     if servers.get(NAME) == wanted:
         return path  # already installed: nothing to write
     servers[NAME] = wanted
