@@ -174,3 +174,23 @@ def test_install_writes_copilots_mcp_config(tmp_path: Path) -> None:
     gone = subprocess.run([jacked, "uninstall", "--agent", "copilot"], env=env, capture_output=True, text=True, timeout=120)
     assert gone.returncode == 0, gone.stderr
     assert set(json.loads(config.read_text())["mcpServers"]) == {"playwright"}
+
+
+def test_writer_round_trip(tmp_path: Path) -> None:
+    from tests.test_source_qwen import SPEC  # the neutral spec the agents' writers share
+
+    spec = importlib.util.spec_from_file_location("copilot_test_write", HERE / "agents" / "write_copilot.py")
+    assert spec and spec.loader
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    root = tmp_path / ".copilot"
+    writer.write_session(root, SPEC)
+    (s,) = _read_all(root).values()
+    assert s.session_id == SPEC["session_id"] and s.cwd == SPEC["cwd"] and s.title == SPEC["title"]
+    assert [t.prompt for t in s.turns] == [t["prompt"] for t in SPEC["turns"]]
+    for turn, want in zip(s.turns, SPEC["turns"]):
+        assert [i.is_error for i in turn.invocations] == [c["error"] for c in want["calls"]]
+        assert (turn.metrics.input_tokens, turn.metrics.output_tokens) == (want["input_tokens"], want["output_tokens"])
+        assert turn.assistant_text == want["assistant"]
+    assert (s.turns[0].metrics.lines_added, s.turns[0].metrics.lines_removed) == (4, 0)
+    assert counter.count(root)["by_session"][SPEC["session_id"]]["errors"] == 1
