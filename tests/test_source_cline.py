@@ -68,7 +68,7 @@ def test_counts_match_the_independent_count(source: ClineFamilySource) -> None:
         assert sum(t.metrics.cache_read_tokens for t in s.turns) == want["cache_read_tokens"], sid
     summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")}
     assert summary == {"cline": {"sessions": 5, "turns": 7, "tool_calls": 8, "errors": 3},
-                       "roo": {"sessions": 1, "turns": 1, "tool_calls": 3, "errors": 0},
+                       "roo": {"sessions": 1, "turns": 2, "tool_calls": 4, "errors": 1},
                        "kilo": {"sessions": 1, "turns": 1, "tool_calls": 1, "errors": 0}}[source.name]
 
 
@@ -124,6 +124,13 @@ def test_roo_and_kilo_tool_names() -> None:
     search, diff, new_task = roo.turns[0].invocations
     assert (search.tool_name, diff.tool_name, new_task.tool_name) == ("codebase_search", "apply_diff", "new_task")
     assert (diff.lines_added, diff.lines_removed) == (1, 1)  # the `:start_line:` header is not a line of the file
+    assert roo.turns[0].prompt == "Make the header sticky"  # Roo Code opens a task with `say: "text"`
+    assert new_task.result_brief == "The header stays on top on mobile too."  # its `subtask_result`
+    (decision,) = roo.turns[0].events
+    assert decision.data["options"] == ["Yes, the footer too", "No"] and decision.data["answer"] == "No"
+    second = roo.turns[1]
+    assert second.compacted and any(t.text == "The header was made sticky in style.css." for t in roo.texts)
+    assert second.invocations[0].is_error  # refused by .rooignore
     (kilo,) = _read_all(KILO, STORAGE / KILO.extension_id).values()
     assert kilo.cwd == "/home/dev/cli" and kilo.turns[0].invocations[0].command == "go vet ./..."
 

@@ -11,7 +11,8 @@ writes a task (`src/shared/ExtensionMessage.ts`, `src/core/task/`):
 * a session is a task folder with `ui_messages.json` (or, before 2024-10, `claude_messages.json`);
   a file cut short counts the complete messages before the cut;
 * messages with `partial: true` are not counted;
-* a turn is a `say` of `task` or `user_feedback` with text or images;
+* a turn is a `say` of `task` or `user_feedback` with text or images, or the file's first
+  counted message when it is a `say: "text"` (how Roo Code and early Cline open a task);
 * a tool call is an `ask` or `say` of `tool`, `command`, `use_mcp_server` or
   `browser_action_launch`; it failed when a `diff_error`, `clineignore_error` or
   `command_permission_denied` comes after it before the next call, or when the next
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 CALLS = ("tool", "command", "use_mcp_server", "browser_action_launch")
-FAILS = ("diff_error", "clineignore_error", "command_permission_denied")
+FAILS = ("diff_error", "clineignore_error", "rooignore_error", "command_permission_denied")
 REFUSED_OR_FAILED = ("The user denied this operation.", "The tool execution failed", "Error executing", "<error>")
 NAMES = {"readFile": "read_file", "editedExistingFile": "replace_in_file", "newFileCreated": "write_to_file",
          "appliedDiff": "apply_diff", "searchFiles": "search_files", "listFilesTopLevel": "list_files",
@@ -69,12 +70,15 @@ def _name(m: dict[str, Any], kind: str) -> str:
 def count_messages(messages: list[Any]) -> dict[str, int]:
     out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
     pending: list[list[Any]] = []  # [name, failed] of the calls since the last request
+    seen_text = False  # the file's first message, when a `say: "text"`, is the task (Roo Code, early Cline)
     for m in messages:
         if not isinstance(m, dict) or m.get("partial") is True:
             continue
         kind = m.get(m.get("type")) if m.get("type") in ("say", "ask") else None
         text = m.get("text") if isinstance(m.get("text"), str) else ""
-        if m["type"] == "say" and kind in ("task", "user_feedback"):
+        opens = m["type"] == "say" and kind == "text" and not seen_text
+        seen_text = True
+        if opens or m["type"] == "say" and kind in ("task", "user_feedback"):
             out["turns"] += bool(text.strip() or m.get("images") or m.get("files"))
         elif kind in CALLS:
             out["tool_calls"] += 1

@@ -5,7 +5,8 @@ The file is the task's chat as the extension showed it: a JSON array of `ClineMe
 (`src/shared/ExtensionMessage.ts`, read at cline/cline `791d2389966d927396830470c51d456d04687b69^`;
 Roo Code and Kilo Code, its forks, keep the shape). Rules:
 
-* A turn starts at `say: "task"` (the task's first prompt) and at each `say: "user_feedback"`
+* A turn starts at `say: "task"` (the task's first prompt; Roo Code, Kilo Code and Cline before
+  2024-10 open with a `say: "text"`) and at each `say: "user_feedback"`
   (what the user typed later: a follow-up, an answer, feedback with an approval or refusal).
   Messages still `partial` (a stream cut off) are left out.
 * `say: "api_req_started"` is one model request; its `text` is JSON (`ClineApiReqInfo`:
@@ -16,11 +17,13 @@ Roo Code and Kilo Code, its forks, keep the shape). Rules:
   (`feedback`), "The tool execution failed" an error.
 * Calls: `ask`/`say` `tool` (JSON: tool, path, diff, content, regex), `command` (the command;
   then `command_output`), `use_mcp_server` (JSON: serverName, toolName, arguments; then
-  `mcp_server_response`), `browser_action_launch`. `diff_error`, `clineignore_error` and
-  `command_permission_denied` fail the last call.
+  `mcp_server_response`), `browser_action_launch`. `diff_error`, `clineignore_error`,
+  `rooignore_error` and `command_permission_denied` fail the last call; Roo Code's
+  `subtask_result` is the result of its `new_task` call.
 * `say: "text"` and `completion_result` are the assistant's text; `say: "error"` an event;
-  `ask: "followup"` (JSON: question, options) answered by the next `user_feedback` is a
-  `decision`.
+  `ask: "followup"` (JSON: question, options or Roo Code's `follow_up`) answered by the next
+  `user_feedback` is a `decision`; `condense_context` (Roo Code: `contextCondense.summary`) and
+  `condense` are compactions.
 """
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ TOOL_NAMES = {
     "runSlashCommand": "run_slash_command", "generateImage": "generate_image",
 }
 CALL_ASKS = frozenset({"tool", "command", "use_mcp_server", "browser_action_launch"})
-FAILS_LAST_CALL = frozenset({"diff_error", "clineignore_error", "command_permission_denied"})
+FAILS_LAST_CALL = frozenset({"diff_error", "clineignore_error", "rooignore_error", "command_permission_denied"})
 _SEARCH_BLOCK = re.compile(r"^(?:-{3,} SEARCH|<{3,} SEARCH)\s*\n(.*?)\n={3,}\s*\n(.*?)\n(?:\+{3,} REPLACE|>{3,} REPLACE)",
                            re.S | re.M)
 _LINE_HINTS = re.compile(r"\A(?::(?:start|end)_line:\s*\d+\s*\n)+-{3,}\s*\n")
@@ -149,7 +152,9 @@ class TurnBuilder:
     # ------------------------------------------------------------------ messages
     def _message(self, msg: dict[str, Any], mtype: str, kind: str, ts: str | None) -> None:
         text = msg.get("text") if isinstance(msg.get("text"), str) else ""
-        if mtype == "say" and kind in ("task", "user_feedback"):
+        # Roo Code, Kilo Code and Cline before `say: "task"` open the task with a `say: "text"`
+        opens = mtype == "say" and kind == "text" and not self.out.turns
+        if opens or mtype == "say" and kind in ("task", "user_feedback"):
             self.out.message_lines += 1
             typed = strip_ansi(text.strip())
             if not typed and not msg.get("images") and not msg.get("files"):
@@ -183,13 +188,24 @@ class TurnBuilder:
             q = _json(text)
             question = q.get("question") if isinstance(q.get("question"), str) else text
             options = [o for o in q.get("options") or [] if isinstance(o, str)] if isinstance(q.get("options"), list) else []
+            suggested = q.get("follow_up") if isinstance(q.get("follow_up"), list) else []  # Roo Code's suggestions
+            options += [o if isinstance(o, str) else o.get("answer") for o in suggested
+                        if isinstance(o, str) or isinstance(o, dict) and isinstance(o.get("answer"), str)]
             self.question = {"kind": "question", "question": short(question, 600), "options": options[:50]}
             if question.strip():
                 turn.assistant_text = strip_ansi(question.strip()[:MAX_TEXT_CHARS])
-        elif kind in ("condense", "summarize_task"):
+        elif kind in ("condense", "summarize_task", "condense_context"):
             turn.compacted = True
-            if text.strip():
-                self.out.texts.append(TextUnit("compact_summary", strip_ansi(text.strip()[:MAX_TEXT_CHARS]), ts, turn.index))
+            condensed = msg.get("contextCondense") if isinstance(msg.get("contextCondense"), dict) else {}
+            summary = condensed.get("summary") if isinstance(condensed.get("summary"), str) else text
+            if summary.strip():
+                self.out.texts.append(TextUnit("compact_summary", strip_ansi(summary.strip()[:MAX_TEXT_CHARS]), ts,
+                                               turn.index))
+        elif mtype == "say" and kind == "subtask_result":  # what a `new_task` child reported back (Roo Code)
+            call = next((i for i in reversed(turn.invocations) if i.tool_name == "new_task"), None)
+            if call is not None:
+                call.has_result, call.result_timestamp = True, ts
+                call.result_brief = head_and_tail(strip_ansi(text), brief_limit(call.tool_name, False))
 
     def _turn(self, ts: str | None) -> Turn:
         if self.cur is None:
