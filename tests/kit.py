@@ -130,3 +130,34 @@ def suite_mode() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k in ("JACKED_DAEMON", "JACKED_DAEMON_IDLE_MINUTES")}
+
+
+# --------------------------------------------------------------------------- the other agents' sources
+def agent_module(name: str) -> Any:
+    """A module of `tests/agents/` (an independent counter, a writer), loaded by path."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent / "agents" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"agents_{name}", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def assert_agrees_with_count(sessions: dict[str, Any], by_session: dict[str, dict[str, int]]) -> None:
+    """jacked's sessions (`Session` by id) and an independent counter's figures, session by session."""
+    assert set(sessions) == set(by_session)
+    for sid, want in by_session.items():
+        s = sessions[sid]
+        calls = [i for t in s.turns for i in t.invocations]
+        assert len([t for t in s.turns if t.index >= 1]) == want["turns"], sid
+        assert (len(calls), sum(i.is_error for i in calls)) == (want["tool_calls"], want["errors"]), sid
+        for key in ("input_tokens", "output_tokens", "cache_read_tokens"):
+            assert sum(getattr(t.metrics, key) for t in s.turns) == want[key], (sid, key)
+
+
+def file_snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under `root` with its bytes and mtime: another agent's files must stay as they were."""
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}

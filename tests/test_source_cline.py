@@ -3,12 +3,10 @@ independent count and hand-checked details; editors and platforms, the scanner, 
 bad input."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -21,6 +19,7 @@ from jacked.sources.cline.source import CLINE, KILO, ROO, ClineFamilySource, edi
 from jacked.sources.cline.turns import edit_counts
 from jacked.sources.model import Session
 from jacked.sources.registry import SOURCES
+from kit import agent_module, assert_agrees_with_count, file_snapshot
 
 HERE = Path(__file__).parent
 CONFIG = HERE / "fixtures" / "cline" / "hand" / "config"
@@ -29,16 +28,7 @@ HEALTH, BROKEN, OLD, HALF, CURSOR = "1760000000000", "1760000100000", "172000000
 ROO_TASK = "0d1f2c3b-4a5e-4f60-8a7b-9c8d7e6f5a4b"
 
 
-def _counter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cline_test_count", HERE / "agents" / "count_cline.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-counter = _counter()
+counter = agent_module("count_cline")
 
 
 def _read_all(source: ClineFamilySource, root: Path) -> dict[str, Session]:
@@ -56,16 +46,7 @@ def cline() -> dict[str, Session]:
 @pytest.mark.parametrize("source", [CLINE, ROO, KILO], ids=lambda s: s.name)
 def test_counts_match_the_independent_count(source: ClineFamilySource) -> None:
     expected = counter.count(CONFIG, source.extension_id)
-    sessions = _read_all(source, STORAGE / source.extension_id)
-    assert set(sessions) == set(expected["by_session"])
-    for sid, want in expected["by_session"].items():
-        s = sessions[sid]
-        calls = [i for t in s.turns for i in t.invocations]
-        assert len([t for t in s.turns if t.index >= 1]) == want["turns"], sid
-        assert (len(calls), sum(i.is_error for i in calls)) == (want["tool_calls"], want["errors"]), sid
-        assert sum(t.metrics.input_tokens for t in s.turns) == want["input_tokens"], sid
-        assert sum(t.metrics.output_tokens for t in s.turns) == want["output_tokens"], sid
-        assert sum(t.metrics.cache_read_tokens for t in s.turns) == want["cache_read_tokens"], sid
+    assert_agrees_with_count(_read_all(source, STORAGE / source.extension_id), expected["by_session"])
     summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")}
     assert summary == {"cline": {"sessions": 5, "turns": 7, "tool_calls": 8, "errors": 3},
                        "roo": {"sessions": 1, "turns": 2, "tool_calls": 4, "errors": 1},
@@ -159,14 +140,10 @@ def test_roots_by_platform_editor_and_variable(tmp_path: Path) -> None:
     assert CLINE.default_root({**env, "XDG_CONFIG_HOME": str(tmp_path / ".config")}) == tmp_path / ".cline" / "data"
 
 
-def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def test_scan_is_incremental_never_writes_and_status(tmp_path: Path) -> None:
     config = tmp_path / "config"
     shutil.copytree(CONFIG, config)
-    before = _snapshot(config)
+    before = file_snapshot(config)
     root = config / "Code" / "User" / "globalStorage" / CLINE.extension_id
     roots = {"cline": root, "roo": config / "Code" / "User" / "globalStorage" / ROO.extension_id}
     claude = tmp_path / "claude"
@@ -177,7 +154,7 @@ def test_scan_is_incremental_never_writes_and_status(tmp_path: Path) -> None:
     rows = {r["session_id"]: r for r in cat.list_sessions()}
     assert rows[HEALTH]["agent"] == "cline" and rows[ROO_TASK]["agent"] == "roo" and rows[HEALTH]["repo_name"] == "api"
     assert len(turns_json(cat, HEALTH)["turns"]) == 3
-    assert _snapshot(config) == before  # bytes and times of the extensions' files unchanged
+    assert file_snapshot(config) == before  # bytes and times of the extensions' files unchanged
     again = Scanner(cat, claude, agents=roots).scan()
     assert (again.sessions_scanned, again.sessions_unchanged) == (0, 6)
     ui = root / "tasks" / HEALTH / "ui_messages.json"
@@ -209,18 +186,10 @@ def test_a_huge_or_unreadable_task_is_skipped_and_counted(tmp_path: Path, monkey
     assert report.agents["cline"]["skipped"] == 1 and report.sessions_scanned == 4  # the others read
 
 
-def _writer() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cline_test_write", HERE / "agents" / "write_cline.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_writer_round_trip(tmp_path: Path) -> None:
     from tests.test_source_qwen import SPEC  # the neutral spec the agents' writers share
 
-    writer = _writer()
+    writer = agent_module("write_cline")
     root = tmp_path / "storage"
     (path,) = writer.write_session(root, SPEC)
     (s,) = _read_all(CLINE, root).values()
@@ -248,7 +217,7 @@ def test_backfill_search_agent_filter_and_status_in_the_cli(tmp_path: Path) -> N
                CLAUDE_CONFIG_DIR=str(tmp_path / "claude"), JACKED_DAEMON="off", NO_COLOR="1")
     (tmp_path / "claude").mkdir()
     jacked = [str(Path(sys.executable).parent / "jacked")]
-    before = _snapshot(config)
+    before = file_snapshot(config)
     done = subprocess.run([*jacked, "backfill", "--json"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     found = subprocess.run([*jacked, "search", "sticky header", "--agent", "roo", "--json"], env=env,
@@ -262,4 +231,4 @@ def test_backfill_search_agent_filter_and_status_in_the_cli(tmp_path: Path) -> N
     assert {n: (listed[n]["root"], listed[n]["sessions"]) for n in ("cline", "roo", "kilo")} == {
         "cline": (str(storage / CLINE.extension_id), 5), "roo": (str(storage / ROO.extension_id), 1),
         "kilo": (str(storage / KILO.extension_id), 1)}
-    assert _snapshot(config) == before
+    assert file_snapshot(config) == before

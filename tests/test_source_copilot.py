@@ -3,7 +3,6 @@ against an independent count and hand-checked details; subagents, decisions, the
 `status`, bad input and `install --agent copilot`."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ from jacked.query.history import turns_json
 from jacked.sources.copilot.source import CopilotSource
 from jacked.sources.model import Session
 from jacked.sources.registry import SOURCES
+from kit import agent_module, assert_agrees_with_count, file_snapshot
 
 HERE = Path(__file__).parent
 HAND = HERE / "fixtures" / "copilot" / "hand" / ".copilot"
@@ -27,10 +27,7 @@ SOURCE = CopilotSource()
 API = "3f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b"
 LEGACY = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 
-_spec = importlib.util.spec_from_file_location("copilot_test_count", HERE / "agents" / "count_copilot.py")
-assert _spec and _spec.loader
-counter = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(counter)
+counter = agent_module("count_copilot")
 
 
 def _read_all(root: Path) -> dict[str, Session]:
@@ -47,15 +44,7 @@ def hand() -> dict[str, Session]:
 
 def test_counts_match_the_independent_count(hand: dict[str, Session]) -> None:
     expected = counter.count(HAND)
-    assert set(hand) == set(expected["by_session"])
-    for sid, want in expected["by_session"].items():
-        s = hand[sid]
-        calls = [i for t in s.turns for i in t.invocations]
-        assert len([t for t in s.turns if t.index >= 1]) == want["turns"], sid
-        assert (len(calls), sum(i.is_error for i in calls)) == (want["tool_calls"], want["errors"]), sid
-        assert sum(t.metrics.input_tokens for t in s.turns) == want["input_tokens"], sid
-        assert sum(t.metrics.output_tokens for t in s.turns) == want["output_tokens"], sid
-        assert sum(t.metrics.cache_read_tokens for t in s.turns) == want["cache_read_tokens"], sid
+    assert_agrees_with_count(hand, expected["by_session"])
     assert {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")} == \
         {"sessions": 2, "turns": 4, "tool_calls": 6, "errors": 2}
 
@@ -131,20 +120,16 @@ def test_registered_and_rooted(tmp_path: Path) -> None:
     assert SOURCE.default_root({"HOME": str(tmp_path)}) == tmp_path / ".copilot"
 
 
-def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def test_scan_is_incremental_never_writes_and_status(tmp_path: Path) -> None:
     root = tmp_path / ".copilot"
     shutil.copytree(HAND, root)
-    before = _snapshot(root)
+    before = file_snapshot(root)
     claude = tmp_path / "claude"
     claude.mkdir()
     cat = Catalog(tmp_path / "catalog.db")
     first = Scanner(cat, claude, agents={"copilot": root}).scan()
     assert first.errors == [] and first.sessions_scanned == 2
-    assert len(turns_json(cat, API)["turns"]) == 3 and _snapshot(root) == before
+    assert len(turns_json(cat, API)["turns"]) == 3 and file_snapshot(root) == before
     again = Scanner(cat, claude, agents={"copilot": root}).scan()
     assert (again.sessions_scanned, again.sessions_unchanged) == (0, 2)
     log = root / "session-state" / API / "events.jsonl"
@@ -179,10 +164,7 @@ def test_install_writes_copilots_mcp_config(tmp_path: Path) -> None:
 def test_writer_round_trip(tmp_path: Path) -> None:
     from tests.test_source_qwen import SPEC  # the neutral spec the agents' writers share
 
-    spec = importlib.util.spec_from_file_location("copilot_test_write", HERE / "agents" / "write_copilot.py")
-    assert spec and spec.loader
-    writer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(writer)
+    writer = agent_module("write_copilot")
     root = tmp_path / ".copilot"
     writer.write_session(root, SPEC)
     (s,) = _read_all(root).values()

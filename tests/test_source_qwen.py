@@ -3,14 +3,12 @@ independent count and hand-checked details; the scanner, `status`, bad input, th
 `install --agent qwen`."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -22,6 +20,7 @@ from jacked.sources.base import FoundSession
 from jacked.sources.model import Session
 from jacked.sources.qwen.source import QwenSource
 from jacked.sources.registry import SOURCES
+from kit import agent_module, assert_agrees_with_count, file_snapshot
 
 HERE = Path(__file__).parent
 HAND = HERE / "fixtures" / "qwen" / "hand" / ".qwen"
@@ -33,18 +32,8 @@ LEGACY = "7d444840-9dc0-11d1-b245-5ffdce74fad2"
 LOGGED = "a8098c1a-f86e-11da-bd1a-00112444be1e"
 
 
-def _module(name: str) -> ModuleType:
-    path = HERE / "agents" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"qwen_test_{name}", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-counter = _module("count_qwen")
-writer = _module("write_qwen")
+counter = agent_module("count_qwen")
+writer = agent_module("write_qwen")
 
 
 def _found(root: Path) -> list[FoundSession]:
@@ -70,18 +59,7 @@ def hand() -> dict[str, Session]:
 
 def test_counts_match_the_independent_count() -> None:
     expected = counter.count(HAND)
-    sessions = _read_all(HAND)
-    assert set(sessions) == set(expected["by_session"])
-    for sid, want in expected["by_session"].items():
-        s = sessions[sid]
-        turns = [t for t in s.turns if t.index >= 1]
-        calls = [i for t in s.turns for i in t.invocations]
-        assert len(turns) == want["turns"], sid
-        assert len(calls) == want["tool_calls"], sid
-        assert sum(i.is_error for i in calls) == want["errors"], sid
-        assert sum(t.metrics.input_tokens for t in s.turns) == want["input_tokens"], sid
-        assert sum(t.metrics.output_tokens for t in s.turns) == want["output_tokens"], sid
-        assert sum(t.metrics.cache_read_tokens for t in s.turns) == want["cache_read_tokens"], sid
+    assert_agrees_with_count(_read_all(HAND), expected["by_session"])
     summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")}
     assert summary == {"sessions": 4, "turns": 9, "tool_calls": 8, "errors": 4}
 
@@ -184,14 +162,10 @@ def test_registered_and_rooted(tmp_path: Path) -> None:
     assert SOURCE.default_root({"HOME": str(tmp_path)}) == tmp_path / ".qwen"
 
 
-def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def test_scan_is_incremental_and_never_writes_to_qwen_files(tmp_path: Path) -> None:
     root = tmp_path / ".qwen"
     shutil.copytree(HAND, root)
-    before = _snapshot(root)
+    before = file_snapshot(root)
     claude = tmp_path / "claude"
     claude.mkdir()
     cat = Catalog(tmp_path / "catalog.db")
@@ -200,7 +174,7 @@ def test_scan_is_incremental_and_never_writes_to_qwen_files(tmp_path: Path) -> N
     rows = {r["session_id"]: r for r in cat.list_sessions()}
     assert set(rows) == {SHOP, NOTES, LEGACY, LOGGED} and {r["agent"] for r in rows.values()} == {"qwen"}
     assert rows[SHOP]["repo_name"] == "shop" and len(turns_json(cat, SHOP)["turns"]) == 4
-    assert _snapshot(root) == before  # bytes and times of Qwen Code's files unchanged
+    assert file_snapshot(root) == before  # bytes and times of Qwen Code's files unchanged
 
     again = Scanner(cat, claude, agents={"qwen": root}).scan()
     assert (again.sessions_scanned, again.sessions_unchanged) == (0, 4)
@@ -290,7 +264,7 @@ def test_backfill_search_agent_filter_and_status(tmp_path: Path) -> None:
     root = tmp_path / "rt"
     shutil.copytree(HAND, root)
     (tmp_path / ".claude").mkdir()
-    before = _snapshot(root)
+    before = file_snapshot(root)
     done = _run(["backfill", "--json"], tmp_path, QWEN_RUNTIME_DIR=str(root))
     assert done.returncode == 0, done.stderr
     found = _run(["search", "cart total prices", "--agent", "qwen", "--json"], tmp_path, QWEN_RUNTIME_DIR=str(root))
@@ -301,4 +275,4 @@ def test_backfill_search_agent_filter_and_status(tmp_path: Path) -> None:
     assert status.returncode == 0, status.stderr
     qwen = next(s for s in json.loads(status.stdout)["sources"] if s["name"] == "qwen")
     assert (qwen["root"], qwen["found"], qwen["sessions"]) == (str(root), True, 4)
-    assert _snapshot(root) == before
+    assert file_snapshot(root) == before
