@@ -138,6 +138,9 @@ def test_roots_by_platform_editor_and_variable(tmp_path: Path) -> None:
     assert ROO.default_root({**env, "XDG_CONFIG_HOME": str(tmp_path / ".config")}) == cursor
     (tmp_path / ".cline" / "data" / "tasks").mkdir(parents=True)  # Cline's CLI
     assert CLINE.default_root({**env, "XDG_CONFIG_HOME": str(tmp_path / ".config")}) == tmp_path / ".cline" / "data"
+    (tmp_path / "cd" / "tasks").mkdir(parents=True)
+    assert CLINE.default_root({**env, "XDG_CONFIG_HOME": str(tmp_path / ".config"),
+                               "CLINE_DATA_DIR": str(tmp_path / "cd")}) == tmp_path / "cd"
 
 
 def test_scan_is_incremental_never_writes_and_status(tmp_path: Path) -> None:

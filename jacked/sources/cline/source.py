@@ -10,7 +10,10 @@ Each keeps a task per folder in its editor's extension storage (`globalStorage/<
 The storage is under the editor's user folder: `~/.config/<editor>/User/globalStorage` on
 Linux, `~/Library/Application Support/<editor>/User/globalStorage` on macOS,
 `%APPDATA%/<editor>/User/globalStorage` on Windows, for VS Code (`Code`), `Code - Insiders`,
-`VSCodium`, `Cursor` and `Windsurf`; Cline's CLI and JetBrains hosts keep it in `~/.cline/data`.
+`VSCodium`, `Cursor` and `Windsurf`; Cline's CLI and JetBrains hosts keep it in `~/.cline/data`
+(`CLINE_DATA_DIR`). Not read yet: the sessions Cline's SDK-based releases (2026-05 on) write
+apart from `tasks/` (a session folder of a manifest and a messages file); their `tasks/` of
+before the move are.
 The source's folder is the extension's storage in the first editor that has it (or the
 `JACKED_<NAME>_DIR` variable); the same extension's storage in the other editors next to it is
 read too. A task's id is its folder name; a task is re-read when one of its files changed.
@@ -66,8 +69,11 @@ class ClineFamilySource:
         base = editor_config_dir(environ)
         candidates = [base / editor / "User" / "globalStorage" / self.extension_id for editor in EDITORS]
         if self.cli_dir:
+            # Cline's own data folder: `CLINE_DATA_DIR`, else `CLINE_DIR/data`, else ~/.cline/data
             home = environ.get("HOME", "").strip() or environ.get("USERPROFILE", "").strip() or os.path.expanduser("~")
-            candidates.append(Path(home) / self.cli_dir)
+            data = environ.get("CLINE_DATA_DIR", "").strip() or (
+                str(Path(environ["CLINE_DIR"].strip()) / "data") if environ.get("CLINE_DIR", "").strip() else "")
+            candidates.append(Path(data).expanduser() if data else Path(home) / self.cli_dir)
         return next((c for c in candidates if (c / "tasks").is_dir()), candidates[0])
 
     def _storages(self, root: Path) -> list[Path]:
