@@ -106,10 +106,15 @@ def claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_real_agent_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No test reads this machine's own Codex, Gemini, opencode or Aider folders: their variables point
+    """No test reads this machine's own Codex, Gemini, opencode, Aider, Qwen Code, Copilot CLI or
+    Cline-family folders: their variables point
     at an empty folder (tests of those sources set their own)."""
     empty = tmp_path_factory.mktemp("no-agents")
     os.environ["CODEX_HOME"] = str(empty / "codex")
     os.environ["GEMINI_CLI_HOME"] = str(empty / "gemini")
     os.environ["XDG_DATA_HOME"] = str(empty / "xdg-data")
     os.environ["JACKED_AIDER_ROOT"] = str(empty / "aider")  # else the home folder is searched
+    os.environ["QWEN_RUNTIME_DIR"] = str(empty / "qwen")
+    os.environ["COPILOT_HOME"] = str(empty / "copilot")
+    for name in ("CLINE", "ROO", "KILO"):  # else the editors' extension storage is looked for
+        os.environ[f"JACKED_{name}_DIR"] = str(empty / name.lower())

@@ -1,4 +1,4 @@
-"""`jacked install --agent codex|gemini|opencode`: `jacked mcp` registered in the other agents' own
+"""`jacked install --agent codex|gemini|opencode|qwen|copilot`: `jacked mcp` registered in the other agents' own
 MCP configuration through the CLI, and `uninstall --agent` takes exactly that out again."""
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from kit import suite_mode
 def _run(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), CODEX_HOME=str(home / ".codex"),
-               GEMINI_CLI_HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), NO_COLOR="1", **suite_mode())
+               GEMINI_CLI_HOME=str(home), COPILOT_HOME=str(home / ".copilot"), CLAUDE_CONFIG_DIR=str(home / ".claude"),
+               NO_COLOR="1", **suite_mode())
     return subprocess.run(jacked_cmd() + args, capture_output=True, text=True, env=env, timeout=120)
 
 
