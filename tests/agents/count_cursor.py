@@ -18,7 +18,7 @@ Rules, as Cursor records a chat:
   `name` or a `tool`; it failed when its `status` is "error", its `userDecision` "rejected",
   its `result` (JSON text) an object with a non-empty `error`, or when a terminal command's
   result has a non-zero integer `exitCode`;
-* tokens: every bubble's `tokenCount.inputTokens` / `outputTokens`;
+* tokens: every bubble's `tokenCount.inputTokens` / `outputTokens` (integers);
 * the older chat pane (`ItemTable` key `workbench.panel.aichat.view.aichat.chatdata` of a
   workspace database): each tab with a user bubble (`type` "user") with text is a chat; its turns
   are those bubbles; it has no tool calls.
@@ -59,8 +59,8 @@ def _figures(bubbles: list[Any]) -> dict[str, int]:
         if b.get("type") in (1, "user") and isinstance(b.get("text"), str) and b["text"].strip():
             turns += 1
         tokens = b.get("tokenCount") if isinstance(b.get("tokenCount"), dict) else {}
-        tin += tokens.get("inputTokens") or 0
-        tout += tokens.get("outputTokens") or 0
+        tin += tokens["inputTokens"] if type(tokens.get("inputTokens")) is int else 0
+        tout += tokens["outputTokens"] if type(tokens.get("outputTokens")) is int else 0
         tool = b.get("toolFormerData")
         if b.get("type") != 2 or not isinstance(tool, dict) or not (tool.get("name") or tool.get("tool") is not None):
             continue

@@ -81,9 +81,9 @@ class RawBubbles:
 class CursorDb:
     """One `state.vscdb`, opened read-only (immutable when Cursor holds it locked)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, immutable: bool = False) -> None:
         self.path = path
-        self.immutable = False
+        self.immutable = immutable  # known locked (at discovery): not waited for again per chat
         self.conn = self._open(path)
         try:
             with _errors(path):
@@ -97,6 +97,8 @@ class CursorDb:
     def _open(self, path: Path) -> sqlite3.Connection:
         uri = path.absolute().as_uri()
         try:
+            if self.immutable:
+                return self._open_immutable(uri)
             conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False)
             try:
                 conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
@@ -107,11 +109,15 @@ class CursorDb:
                     raise
             # Cursor is writing: read the file as it is without taking (or waiting for) a lock
             self.immutable = True
-            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-            return conn
+            return self._open_immutable(uri)
         except sqlite3.DatabaseError as e:
             raise OSError(f"{path}: cannot open the database ({e})") from e
+
+    @staticmethod
+    def _open_immutable(uri: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
 
     def close(self) -> None:
         self.conn.close()

@@ -108,6 +108,7 @@ class CursorSource:
             with CursorDb(db_path) as db:
                 rows = {r.composer_id: r for r in db.composers(errors) if r.composer_id not in seen}
                 stats = db.bubble_stats()
+                locked = db.immutable
         except OSError as e:
             errors.append(str(e))
             return
@@ -130,7 +131,7 @@ class CursorSource:
                                        len(headers_of(data)), stats.get(member)]))
             ws = owners.get(cid)
             yield FoundSession(cid, f"{db_path.absolute()}#{cid}", [db_path], h.hexdigest(), extra={
-                "db": db_path, "rows": {m: rows[m] for m in [cid, *tree]}, "tree": tree,
+                "db": db_path, "locked": locked, "rows": {m: rows[m] for m in [cid, *tree]}, "tree": tree,
                 "parents": {m: _parent(rows[m]) for m in tree},
                 "cwd": ws.folder if ws else None, "project_dir": ws.hash if ws else ""})
 
@@ -169,7 +170,7 @@ class CursorSource:
         rows: dict[str, ComposerRow] = found.extra["rows"]  # type: ignore[assignment]
         parents: dict[str, str | None] = found.extra["parents"]  # type: ignore[assignment]
         chats: dict[str, RawChat] = {}
-        with CursorDb(db_path) as db:
+        with CursorDb(db_path, immutable=found.extra.get("locked") is True) as db:
             for cid, row in rows.items():
                 data = row.data or {}
                 inline = inline_bubbles(data)
