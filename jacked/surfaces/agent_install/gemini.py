@@ -49,10 +49,15 @@ def is_ours(value: Any) -> bool:
 
 def install(exe: list[str], environ: Mapping[str, str]) -> Path:
     """Add (or update) the `jacked` MCP server in Gemini CLI's settings; the file written."""
+    return install_into(settings_path(environ), "Gemini CLI's settings file", exe)
+
+
+def install_into(path: Path, what: str, exe: list[str]) -> Path:
+    """Add (or update) the `jacked` stdio server under `mcpServers` of the JSON file `path`
+    (Gemini CLI's shape, which Cursor shares); the file written."""
     if not exe:
         raise JackedError("no jacked command to register")
-    path = settings_path(environ)
-    raw = read_config(path, "Gemini CLI's settings file")
+    raw = read_config(path, what)
     data = _load(path, raw)
     servers = data.setdefault(KEY, {})
     if not isinstance(servers, dict):
@@ -70,8 +75,12 @@ def install(exe: list[str], environ: Mapping[str, str]) -> Path:
 
 def uninstall(environ: Mapping[str, str]) -> Path | None:
     """Take the `jacked` MCP server out of Gemini CLI's settings; the file changed, or None."""
-    path = settings_path(environ)
-    raw = read_config(path, "Gemini CLI's settings file")
+    return uninstall_from(settings_path(environ), "Gemini CLI's settings file")
+
+
+def uninstall_from(path: Path, what: str) -> Path | None:
+    """Take the `jacked` server out of `mcpServers` of the JSON file `path`; the file changed, or None."""
+    raw = read_config(path, what)
     if raw is None:
         return None
     data = _load(path, raw)
