@@ -22,6 +22,10 @@ READ_TOOLS = READ_TOOLS | {"read_file_v2"}
 EDIT_TOOLS = EDIT_TOOLS | {"edit_file", "edit_file_v2", "search_replace", "delete_file"}
 SHELL_TOOLS = SHELL_TOOLS | {"run_terminal_cmd", "run_terminal_command", "run_terminal_command_v2"}
 AGENT_TOOLS = AGENT_TOOLS | {"task_v2"}
+# Continue's built-in tools
+WRITE_TOOLS = WRITE_TOOLS | {"create_new_file"}
+EDIT_TOOLS = EDIT_TOOLS | {"edit_existing_file", "single_find_and_replace", "multi_edit"}
+SHELL_TOOLS = SHELL_TOOLS | {"run_terminal_command"}
 
 
 @dataclass(slots=True)

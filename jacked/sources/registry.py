@@ -9,6 +9,7 @@ from jacked.sources.aider.source import AiderSource
 from jacked.sources.base import TranscriptSource
 from jacked.sources.claude.source import ClaudeSource
 from jacked.sources.codex.source import CodexSource
+from jacked.sources.continue_dev.source import ContinueSource
 from jacked.sources.cursor.source import CursorSource
 from jacked.sources.gemini.source import GeminiSource
 from jacked.sources.opencode.source import OpencodeSource
@@ -20,6 +21,7 @@ SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     OpencodeSource(),
     AiderSource(),
     CursorSource(),
+    ContinueSource(),
 )}
 
 

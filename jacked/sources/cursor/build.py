@@ -212,7 +212,7 @@ class ChatBuilder:
                          sequence=self._steps[step], position=self._calls[step], message_id=step, timestamp=ts,
                          input_brief=brief_input(args))
         path = next((_str(a.get(k)) for a in (raw_args, params) for k in PATH_KEYS if _str(a.get(k))), None)
-        inv.file_path = _resolve(path_of_uri(path) if path and "://" in path else path, self.out.cwd)
+        inv.file_path = resolve_path(path_of_uri(path) if path and "://" in path else path, self.out.cwd)
         if name in SHELL_TOOLS:
             inv.command = _str(args.get("command")) or _str(params.get("command"))
         if _str(args.get("explanation")) or _str(args.get("description")):
@@ -260,7 +260,8 @@ class ChatBuilder:
         return self.out
 
 
-def _resolve(path: str | None, cwd: str | None) -> str | None:
+def resolve_path(path: str | None, cwd: str | None) -> str | None:
+    """A path a tool named relative to the workspace, made absolute when the folder is known."""
     if not path or not cwd or path.startswith("/") or (len(path) > 1 and path[1] == ":"):
         return path
     return posixpath.normpath(posixpath.join(cwd, path)) if cwd.startswith("/") else f"{cwd}\\{path}"
