@@ -152,3 +152,26 @@ def test_items_of_any_shape_never_raise(tmp_path: Path) -> None:
     assert sorted(k for k, s in sessions.items() if s.message_lines) == sorted(counted)
     for sid in counted:
         assert figures(sessions[sid]) == counted[sid], sid
+
+
+def test_written_sessions_read_back_as_the_spec_says(tmp_path: Path) -> None:
+    import write_continue
+    spec = {"session_id": "spec-1", "cwd": "/work/api", "started_at": "2026-03-01T08:00:00Z", "model": "gpt-5",
+            "title": "Rate limits", "turns": [
+                {"prompt": "Add a rate limit", "assistant": "Added a token bucket.", "input_tokens": 900,
+                 "output_tokens": 70, "calls": [
+                     {"batch": 0, "kind": "read", "path": "/work/api/app.py", "output": "app = Flask()"},
+                     {"batch": 0, "kind": "search", "command": "limit", "output": ""},
+                     {"batch": 1, "kind": "shell", "command": "pytest", "output": "1 failed", "error": True}]},
+                {"prompt": "Thanks", "assistant": "You're welcome.", "input_tokens": 100, "output_tokens": 5,
+                 "calls": []}]}
+    root = tmp_path / ".continue"
+    write_continue.write_session(root, spec)
+    sessions, errors = read_all(root)
+    assert errors == []
+    s = sessions["spec-1"]
+    assert [t.prompt for t in s.turns] == ["Add a rate limit", "Thanks"]
+    assert [(i.tool_name, i.parallel_group, i.is_error) for i in s.turns[0].invocations] == [
+        ("read_file", 1, False), ("grep_search", 2, False), ("run_terminal_command", 0, True)]
+    assert (s.title, s.repo_name, s.started_at) == ("Rate limits", "api", "2026-03-01T08:00:00.000Z")
+    assert figures(s) == count_continue.count_dir(root)["sessions"]["spec-1"]
