@@ -26,6 +26,8 @@ AGENT_TOOLS = AGENT_TOOLS | {"task_v2"}
 WRITE_TOOLS = WRITE_TOOLS | {"create_new_file"}
 EDIT_TOOLS = EDIT_TOOLS | {"edit_existing_file", "single_find_and_replace", "multi_edit"}
 SHELL_TOOLS = SHELL_TOOLS | {"run_terminal_command"}
+# OpenHands' (its file actions are named read / write / edit)
+SHELL_TOOLS = SHELL_TOOLS | {"execute_bash", "execute_ipython_cell"}
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ from jacked.sources.continue_dev.source import ContinueSource
 from jacked.sources.cursor.source import CursorSource
 from jacked.sources.gemini.source import GeminiSource
 from jacked.sources.opencode.source import OpencodeSource
+from jacked.sources.openhands.source import OpenHandsSource
 
 SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     ClaudeSource(),
@@ -22,6 +23,7 @@ SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     AiderSource(),
     CursorSource(),
     ContinueSource(),
+    OpenHandsSource(),
 )}
 
 
