@@ -33,7 +33,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 GEN_CORPUS = REPO / "scripts" / "gen_corpus.py"
-AGENTS = ("codex", "gemini", "opencode", "aider", "cursor", "continue")
+AGENTS = ("codex", "gemini", "opencode", "aider", "cursor", "continue", "openhands")
 KINDS = {"Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "Bash": "shell", "Grep": "search",
          "Glob": "search"}
 
@@ -51,6 +51,7 @@ def agent_env(out: Path) -> dict[str, str]:
             "JACKED_AIDER_ROOT": str(out / "aider"),
             "JACKED_CURSOR_DIR": str(out / "cursor" / "User"),
             "CONTINUE_GLOBAL_DIR": str(out / "continue"),
+            "JACKED_OPENHANDS_DIR": str(out / "openhands"),
             "JACKED_HOME": str(out / "jacked-home")}
 
 
@@ -161,10 +162,11 @@ def _remove_claude_files(claude: Path, truth: dict[str, Any]) -> None:
 def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     """Write the mixed corpus under `out` and its truth (`out/mixed_truth.json`)."""
     sys.path.insert(0, str(REPO / "tests"))
-    from agents import write_aider, write_codex, write_continue, write_cursor, write_gemini, write_opencode  # noqa: PLC0415 (the writers live with the tests)
+    from agents import (write_aider, write_codex, write_continue, write_cursor, write_gemini,  # noqa: PLC0415
+                        write_opencode, write_openhands)  # noqa: PLC0415 (the writers live with the tests)
 
     writers = {"codex": write_codex, "gemini": write_gemini, "opencode": write_opencode, "aider": write_aider, "cursor": write_cursor,
-               "continue": write_continue}
+               "continue": write_continue, "openhands": write_openhands}
     if out.exists():
         shutil.rmtree(out)
     claude = out / "claude"

@@ -172,3 +172,26 @@ def test_events_of_any_shape_never_raise(tmp_path: Path) -> None:
         (folder / f"{n}.json").write_text(json.dumps(event))
     sessions = read_all(tmp_path / ".openhands")
     assert figures(sessions["fuzz"]) == count_openhands.count_dir(tmp_path / ".openhands")["sessions"]["fuzz"]
+
+
+def test_written_conversation_reads_back_as_the_spec_says(tmp_path: Path) -> None:
+    import write_openhands
+    spec = {"session_id": "5f0c-spec", "cwd": "/work/api", "started_at": "2026-03-01T08:00:00Z", "model": "gpt-5",
+            "title": "Rate limits", "turns": [
+                {"prompt": "Add a rate limit", "assistant": "Added a token bucket.", "input_tokens": 900,
+                 "output_tokens": 70, "calls": [
+                     {"batch": 0, "kind": "read", "path": "/work/api/app.py", "output": "app = Flask()"},
+                     {"batch": 0, "kind": "search", "command": "limit", "output": ""},
+                     {"batch": 1, "kind": "write", "path": "/work/api/limits.py", "content": "a\nb\n"},
+                     {"batch": 2, "kind": "shell", "command": "pytest", "output": "1 failed", "error": True}]},
+                {"prompt": "Thanks", "assistant": "You're welcome.", "input_tokens": 100, "output_tokens": 5,
+                 "calls": [{"batch": 0, "kind": "read", "path": "/nope", "output": "File not found", "error": True}]}]}
+    root = tmp_path / ".openhands"
+    sid = write_openhands.write_session(root, spec)
+    s = read_all(root)[sid]
+    assert [t.prompt for t in s.turns] == ["Add a rate limit", "Thanks"] and s.title == "Rate limits"
+    assert [(i.tool_name, i.parallel_group, i.is_error) for i in s.turns[0].invocations] == [
+        ("read", 1, False), ("execute_bash", 2, False), ("write", 0, False), ("execute_bash", 0, True)]
+    assert s.turns[0].metrics.files_written == ["/work/api/limits.py"] and s.turns[1].invocations[0].is_error
+    assert figures(s) == count_openhands.count_dir(root)["sessions"][sid] == {
+        "turns": 2, "tool_calls": 5, "errors": 2, "input_tokens": 1000, "output_tokens": 75}
