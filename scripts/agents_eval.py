@@ -162,8 +162,8 @@ def _remove_claude_files(claude: Path, truth: dict[str, Any]) -> None:
 def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     """Write the mixed corpus under `out` and its truth (`out/mixed_truth.json`)."""
     sys.path.insert(0, str(REPO / "tests"))
-    from agents import (write_aider, write_codex, write_continue, write_cursor, write_gemini,  # noqa: PLC0415
-                        write_opencode, write_openhands)  # noqa: PLC0415 (the writers live with the tests)
+    from agents import (  # noqa: PLC0415 (the writers live with the tests)
+        write_aider, write_codex, write_continue, write_cursor, write_gemini, write_opencode, write_openhands)
 
     writers = {"codex": write_codex, "gemini": write_gemini, "opencode": write_opencode, "aider": write_aider, "cursor": write_cursor,
                "continue": write_continue, "openhands": write_openhands}
