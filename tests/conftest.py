@@ -113,3 +113,6 @@ def _no_real_agent_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["GEMINI_CLI_HOME"] = str(empty / "gemini")
     os.environ["XDG_DATA_HOME"] = str(empty / "xdg-data")
     os.environ["JACKED_AIDER_ROOT"] = str(empty / "aider")  # else the home folder is searched
+    os.environ["JACKED_CURSOR_DIR"] = str(empty / "cursor")
+    os.environ["CONTINUE_GLOBAL_DIR"] = str(empty / "continue")
+    os.environ["JACKED_OPENHANDS_DIR"] = str(empty / "openhands")
