@@ -30,19 +30,19 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from jacked.sources.base import FoundSession
-from jacked.sources.briefs import brief_input, brief_limit, head_and_tail, short
+from jacked.sources.briefs import brief_input, brief_limit, head_and_tail
 from jacked.sources.cursor.build import path_of_uri, resolve_path
 from jacked.sources.metrics import compute_metrics
 from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
 from jacked.sources.opencode.build import iso
-from jacked.sources.paths import repo_name_of
+from jacked.sources.paths import home_dir, repo_name_of
+from jacked.sources.values import as_count, as_object, nonblank
 
 PARSER_VERSION = 1
 MAX_FILE_BYTES = 64 << 20
@@ -51,18 +51,6 @@ NEW_SESSION_TITLE = "New Session"  # Continue's title until it names the session
 FAILED = frozenset({"errored", "canceled"})
 FINISHED = frozenset({"done", "errored", "canceled"})
 PATH_KEYS = ("filepath", "filePath", "file_path", "path")
-
-
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v.strip() else None
-
-
-def _int(v: Any) -> int:
-    return int(v) if v.__class__ in (int, float) and v == v and abs(v) < 1 << 62 else 0
 
 
 def text_of(content: Any) -> str:
@@ -99,8 +87,7 @@ class ContinueSource:
         configured = environ.get("CONTINUE_GLOBAL_DIR", "").strip()
         if configured:
             return Path(configured).expanduser()
-        home = environ.get("HOME", "").strip() or environ.get("USERPROFILE", "").strip() or os.path.expanduser("~")
-        return Path(home) / ".continue"
+        return home_dir(environ) / ".continue"
 
     def discover(self, root: Path, errors: list[str]) -> Iterable[FoundSession]:
         folder = root / "sessions"
@@ -138,7 +125,7 @@ class ContinueSource:
         started = iso(created)
         ended = iso(mtime / 1e6) if isinstance(mtime, int) else None
         cwd = path_of_uri(data.get("workspaceDirectory"))
-        built = _Builder(started, _str(data.get("chatModelTitle")), cwd)
+        built = _Builder(started, nonblank(data.get("chatModelTitle")), cwd)
         for item in data["history"]:
             built.feed(item)
         session = Session(session_id=str(data.get("sessionId") or found.session_id), file=str(path.absolute()),
@@ -146,7 +133,7 @@ class ContinueSource:
                           started_at=started, ended_at=ended or started, turns=built.finish(ended),
                           texts=built.texts, models=built.models, lines=len(data["history"]),
                           lines_malformed=built.malformed, lines_unknown=built.unknown, message_lines=built.messages)
-        title = _str(data.get("title"))
+        title = nonblank(data.get("title"))
         if title and title != NEW_SESSION_TITLE:
             session.texts.append(TextUnit("ai_title", title, ended, None))
         return session
@@ -186,7 +173,7 @@ class _Builder:
         return self.turns[-1]
 
     def feed(self, item: Any) -> None:
-        message = _dict(item).get("message") if isinstance(item, dict) else None
+        message = as_object(item).get("message") if isinstance(item, dict) else None
         if not isinstance(message, dict):
             self.malformed += 1
             return
@@ -209,7 +196,7 @@ class _Builder:
                 inv.has_result = True
         elif role not in ("thinking", "system"):
             self.unknown += 1
-        summary = _str(item.get("conversationSummary"))
+        summary = nonblank(item.get("conversationSummary"))
         if summary:
             turn = self._turn()
             turn.compacted = True
@@ -218,7 +205,7 @@ class _Builder:
     def _assistant(self, item: dict[str, Any], message: dict[str, Any]) -> None:
         turn = self._turn()
         logs = item.get("promptLogs")
-        model = next((_str(p.get("modelTitle")) for p in logs if isinstance(p, dict) and _str(p.get("modelTitle"))),
+        model = next((nonblank(p.get("modelTitle")) for p in logs if isinstance(p, dict) and nonblank(p.get("modelTitle"))),
                      None) if isinstance(logs, list) else None
         model = model or self.default_model
         if model and model not in turn.models:
@@ -234,23 +221,23 @@ class _Builder:
         calls = [c for c in listed if isinstance(c, dict)] if isinstance(listed, list) else []
         named = {c.get("id") for c in calls}
         # a state whose call the message does not list (some releases keep the call in the state only)
-        calls += [_dict(s.get("toolCall")) | {"id": cid} for cid, s in states.items() if cid not in named]
+        calls += [as_object(s.get("toolCall")) | {"id": cid} for cid, s in states.items() if cid not in named]
         sequence = len({i.message_id for i in turn.invocations})
         position = 0
         for call in calls:
-            function = _dict(_dict(call).get("function"))
-            name = _str(function.get("name"))
+            function = as_object(as_object(call).get("function"))
+            name = nonblank(function.get("name"))
             if name is None:
                 continue
             position += 1
-            self._call(turn, _dict(call), name, function, states, response, sequence, position)
-        usage = _dict(message.get("usage"))
-        prompt, completion = _int(usage.get("promptTokens")), _int(usage.get("completionTokens"))
-        details = _dict(usage.get("promptTokensDetails"))
+            self._call(turn, as_object(call), name, function, states, response, sequence, position)
+        usage = as_object(message.get("usage"))
+        prompt, completion = as_count(usage.get("promptTokens")), as_count(usage.get("completionTokens"))
+        details = as_object(usage.get("promptTokensDetails"))
         if prompt or completion:
             turn.llm_calls.append(LlmCall(message_id=response, model=model, timestamp=None, input_tokens=prompt,
-                                          output_tokens=completion, cache_read_tokens=_int(details.get("cachedTokens")),
-                                          cache_creation_tokens=_int(details.get("cacheWriteTokens")), has_usage=True))
+                                          output_tokens=completion, cache_read_tokens=as_count(details.get("cachedTokens")),
+                                          cache_creation_tokens=as_count(details.get("cacheWriteTokens")), has_usage=True))
 
     def _call(self, turn: Turn, call: dict[str, Any], name: str, function: dict[str, Any],
               states: dict[str, dict[str, Any]], response: str, sequence: int, position: int) -> None:
@@ -262,13 +249,13 @@ class _Builder:
                 args = orjson.loads(function.get("arguments") or "{}")
             except (orjson.JSONDecodeError, TypeError):
                 args = {"arguments": function.get("arguments")}
-        args = _dict(args)
+        args = as_object(args)
         status = state.get("status")
         inv = Invocation(tool_name=name, tool_use_id=call_id, sequence=sequence, position=position,
                          message_id=response, input_brief=brief_input(args))
-        inv.file_path = resolve_path(next((_str(args.get(k)) for k in PATH_KEYS if _str(args.get(k))), None), self.cwd)
+        inv.file_path = resolve_path(next((nonblank(args.get(k)) for k in PATH_KEYS if nonblank(args.get(k))), None), self.cwd)
         if name in SHELL_TOOLS:
-            inv.command = _str(args.get("command"))
+            inv.command = nonblank(args.get("command"))
         inv.is_error = status in FAILED
         inv.has_result = status in FINISHED
         text = _output_text(state.get("output"))

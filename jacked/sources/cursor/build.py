@@ -48,6 +48,7 @@ from jacked.sources.model import (
 )
 from jacked.sources.opencode.build import iso
 from jacked.sources.paths import repo_name_of
+from jacked.sources.values import as_count, as_object, nonblank
 
 # Bumped whenever what `build_session` returns changes: every Cursor chat is read again.
 PARSER_VERSION = 1
@@ -56,18 +57,6 @@ MAX_TEXT_CHARS = 200_000
 USER, ASSISTANT = (1, "user"), (2, "ai")
 DONE_STATUSES = frozenset({"completed", "error", "cancelled", "aborted", "rejected"})
 PATH_KEYS = ("target_file", "targetFile", "relativeWorkspacePath", "file_path", "filePath", "path", "effectiveUri")
-
-
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v.strip() else None
-
-
-def _int(v: Any) -> int:
-    return int(v) if v.__class__ in (int, float) and v == v and abs(v) < 1 << 62 else 0
 
 
 def _json(v: Any) -> Any:
@@ -101,7 +90,7 @@ def path_of_uri(uri: Any) -> str | None:
 
 
 def is_prompt(bubble: dict[str, Any]) -> bool:
-    return bubble.get("type") in USER and _str(bubble.get("text")) is not None
+    return bubble.get("type") in USER and nonblank(bubble.get("text")) is not None
 
 
 @dataclass(slots=True)
@@ -165,12 +154,12 @@ class ChatBuilder:
             if self.out.cwd is None:
                 uris = bubble.get("workspaceUris")
                 self.out.cwd = path_of_uri(uris[0]) if isinstance(uris, list) and uris else None
-            text = _str(bubble.get("text"))
+            text = nonblank(bubble.get("text"))
             if text is None:
                 self._touch(ts)  # an image or context only, or a bubble still being typed
                 return
-            turn = self._start(text[:MAX_TEXT_CHARS], ts, _str(bubble.get("bubbleId")))
-            self._model(turn, _str(_dict(bubble.get("modelInfo")).get("modelName")) or self.default_model)
+            turn = self._start(text[:MAX_TEXT_CHARS], ts, nonblank(bubble.get("bubbleId")))
+            self._model(turn, nonblank(as_object(bubble.get("modelInfo")).get("modelName")) or self.default_model)
             self._touch(ts)
         elif kind in ASSISTANT:
             self.out.messages += 1
@@ -181,15 +170,15 @@ class ChatBuilder:
     def _assistant(self, bubble: dict[str, Any], ts: str | None) -> None:
         turn = self.cur if self.cur is not None else self._start(None, ts, None)
         self._touch(ts)
-        self._model(turn, _str(bubble.get("modelType")))  # the chat pane names the model per answer
-        text = _str(bubble.get("text"))
+        self._model(turn, nonblank(bubble.get("modelType")))  # the chat pane names the model per answer
+        text = nonblank(bubble.get("text"))
         if text is not None:
             turn.assistant_text = self.out.last_text = text[:MAX_TEXT_CHARS]
             self._last_step = None  # text between calls: the calls after it are another response
-        tokens = _dict(bubble.get("tokenCount"))
-        used = (_int(tokens.get("inputTokens")), _int(tokens.get("outputTokens")))
+        tokens = as_object(bubble.get("tokenCount"))
+        used = (as_count(tokens.get("inputTokens")), as_count(tokens.get("outputTokens")))
         tool = bubble.get("toolFormerData")
-        if isinstance(tool, dict) and (_str(tool.get("name")) or tool.get("tool") is not None):
+        if isinstance(tool, dict) and (nonblank(tool.get("name")) or tool.get("tool") is not None):
             self._tool(turn, bubble, tool, ts)
         if any(used):
             call = LlmCall(message_id=str(bubble.get("bubbleId") or ""), model=turn.models[-1] if turn.models else None,
@@ -197,37 +186,37 @@ class ChatBuilder:
             turn.llm_calls.append(call)
 
     def _tool(self, turn: Turn, bubble: dict[str, Any], tool: dict[str, Any], ts: str | None) -> None:
-        name = _str(tool.get("name")) or f"tool_{tool.get('tool')}"
-        step = _str(tool.get("modelCallId")) or str(bubble.get("bubbleId") or len(turn.invocations))
+        name = nonblank(tool.get("name")) or f"tool_{tool.get('tool')}"
+        step = nonblank(tool.get("modelCallId")) or str(bubble.get("bubbleId") or len(turn.invocations))
         if step not in self._steps:
             self._steps[step] = len(self._steps)
             self._calls[step] = 0
         self._calls[step] += 1
-        raw_args, params = _dict(_json(tool.get("rawArgs"))), _dict(_json(tool.get("params")))
+        raw_args, params = as_object(_json(tool.get("rawArgs"))), as_object(_json(tool.get("params")))
         args = raw_args or params
-        status = _str(tool.get("status"))
-        decision = _str(tool.get("userDecision"))
+        status = nonblank(tool.get("status"))
+        decision = nonblank(tool.get("userDecision"))
         result = _json(tool.get("result"))
         inv = Invocation(tool_name=name, tool_use_id=str(tool.get("toolCallId") or bubble.get("bubbleId") or ""),
                          sequence=self._steps[step], position=self._calls[step], message_id=step, timestamp=ts,
                          input_brief=brief_input(args))
-        path = next((_str(a.get(k)) for a in (raw_args, params) for k in PATH_KEYS if _str(a.get(k))), None)
+        path = next((nonblank(a.get(k)) for a in (raw_args, params) for k in PATH_KEYS if nonblank(a.get(k))), None)
         inv.file_path = resolve_path(path_of_uri(path) if path and "://" in path else path, self.out.cwd)
         if name in SHELL_TOOLS:
-            inv.command = _str(args.get("command")) or _str(params.get("command"))
-        if _str(args.get("explanation")) or _str(args.get("description")):
-            inv.description = short(_str(args.get("description")) or args["explanation"], 300)
-        out = _dict(result)
+            inv.command = nonblank(args.get("command")) or nonblank(params.get("command"))
+        if nonblank(args.get("explanation")) or nonblank(args.get("description")):
+            inv.description = short(nonblank(args.get("description")) or args["explanation"], 300)
+        out = as_object(result)
         exit_code = out.get("exitCode", out.get("exitCodeV2"))
         inv.has_result = status in DONE_STATUSES or result not in (None, "")
-        inv.is_error = (status == "error" or decision == "rejected" or bool(_str(out.get("error")))
+        inv.is_error = (status == "error" or decision == "rejected" or bool(nonblank(out.get("error")))
                         or (name in SHELL_TOOLS and exit_code.__class__ is int and exit_code != 0))
         text = _result_text(result)
         inv.result_brief = head_and_tail(text, brief_limit(name, inv.is_error)) if text else ""
         inv.result_timestamp = ts if inv.has_result else None
         if name in AGENT_TOOLS:
-            inv.subagent_type = _str(args.get("subagent_type")) or _str(args.get("subagentType"))
-            inv.agent_id = _str(out.get("agentId"))
+            inv.subagent_type = nonblank(args.get("subagent_type")) or nonblank(args.get("subagentType"))
+            inv.agent_id = nonblank(out.get("agentId"))
             for key in (inv.tool_use_id, inv.agent_id):
                 if key:
                     self.out.task_calls[key] = inv
@@ -273,7 +262,7 @@ def _result_text(result: Any) -> str:
         return result
     if isinstance(result, dict):
         for key in ("error", "output", "contents", "content", "message"):
-            if _str(result.get(key)):
+            if nonblank(result.get(key)):
                 return result[key]
     if result is None:
         return ""
@@ -285,15 +274,15 @@ def _result_text(result: Any) -> str:
 
 def _file_change(inv: Invocation, result: dict[str, Any]) -> None:
     """Lines added/removed and a bounded diff of an edit, from the result's `diff.chunks`."""
-    chunks = _dict(result.get("diff")).get("chunks")
+    chunks = as_object(result.get("diff")).get("chunks")
     added = removed = 0
     diffs: list[str] = []
     for chunk in chunks if isinstance(chunks, list) else []:
         if not isinstance(chunk, dict):
             continue
-        added += _int(chunk.get("linesAdded"))
-        removed += _int(chunk.get("linesRemoved"))
-        if _str(chunk.get("diffString")):
+        added += as_count(chunk.get("linesAdded"))
+        removed += as_count(chunk.get("linesRemoved"))
+        if nonblank(chunk.get("diffString")):
             diffs.append(chunk["diffString"])
     inv.lines_added, inv.lines_removed = added, removed
     inv.diff = short("\n".join(diffs), MAX_DIFF_CHARS) if diffs else None
@@ -337,7 +326,7 @@ def inline_bubbles(data: dict[str, Any]) -> list[Any]:
 
 def _built(chat: RawChat) -> Built:
     data = chat.data
-    builder = ChatBuilder(chat.cwd, _str(_dict(data.get("modelConfig")).get("modelName")))
+    builder = ChatBuilder(chat.cwd, nonblank(as_object(data.get("modelConfig")).get("modelName")))
     start = when(data.get("createdAt"))
     for bubble in chat.bubbles:
         builder.feed(bubble, start)
@@ -351,11 +340,11 @@ def build_session(chat: RawChat, agent: str = "cursor") -> Session:
     cwd = chat.cwd or main.cwd
     session = Session(
         session_id=chat.chat_id, file=chat.location, agent=agent, project_dir=chat.project_dir, cwd=cwd,
-        repo_name=repo_name_of(cwd), git_branch=_str(data.get("createdOnBranch")),
+        repo_name=repo_name_of(cwd), git_branch=nonblank(data.get("createdOnBranch")),
         started_at=when(data.get("createdAt")) or main.started_at,
         ended_at=_later(main.ended_at, when(data.get("lastUpdatedAt"))), turns=main.turns, models=list(main.models),
         lines=chat.records, lines_malformed=chat.malformed, lines_unknown=main.unknown, message_lines=main.messages)
-    title = _str(data.get("name")) or _str(data.get("chatTitle"))
+    title = nonblank(data.get("name")) or nonblank(data.get("chatTitle"))
     if title:
         session.texts.append(TextUnit("ai_title", title, when(data.get("lastUpdatedAt")), None))
     calls, turns_of = dict(main.task_calls), dict(main.task_turns)
@@ -383,15 +372,15 @@ def _later(a: str | None, b: str | None) -> str | None:
 
 
 def _subagent(child: RawChat, built: Built, calls: dict[str, Invocation], turns_of: dict[int, int]) -> Subagent:
-    info = _dict(child.data.get("subagentInfo"))
-    call_id = _str(info.get("toolCallId"))
+    info = as_object(child.data.get("subagentInfo"))
+    call_id = nonblank(info.get("toolCallId"))
     inv = calls.get(call_id or "") or calls.get(child.chat_id)
     if inv is not None:
         inv.agent_id = child.chat_id
     first = next((t for t in built.turns if t.index >= 1), None)
     sub = Subagent(agent_id=child.chat_id, layout="child_session", file=child.location,
-                   agent_type=_str(info.get("subagentTypeName")) or (inv.subagent_type if inv else None),
-                   description=(inv.description if inv else None) or _str(child.data.get("name")),
+                   agent_type=nonblank(info.get("subagentTypeName")) or (inv.subagent_type if inv else None),
+                   description=(inv.description if inv else None) or nonblank(child.data.get("name")),
                    tool_use_id=call_id or (inv.tool_use_id if inv else None),
                    turn_index=turns_of.get(id(inv)) if inv is not None else None,
                    prompt=first.prompt if first else None, summary_text=built.last_text,

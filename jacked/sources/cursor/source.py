@@ -14,11 +14,9 @@ its subagent chats', so a scan reads again only the chats that changed.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -34,13 +32,15 @@ from jacked.sources.cursor.build import (
 )
 from jacked.sources.cursor.db import CHAT_PANE_KEY, WORKSPACE_COMPOSERS_KEY, ComposerRow, CursorDb, workspace_dbs
 from jacked.sources.model import Session
+from jacked.sources.paths import home_dir
+from jacked.sources.values import as_object
 
 GLOBAL_DB = Path("globalStorage") / "state.vscdb"
 
 
 def default_user_dir(environ: Mapping[str, str], app: str = "Cursor", platform: str = sys.platform) -> Path:
     """A VS Code-family editor's `User` folder on this platform."""
-    home = Path(environ.get("HOME", "").strip() or environ.get("USERPROFILE", "").strip() or os.path.expanduser("~"))
+    home = home_dir(environ)
     if platform == "darwin":
         return home / "Library" / "Application Support" / app / "User"
     if platform.startswith("win"):
@@ -92,7 +92,7 @@ class CursorSource:
             except OSError as e:
                 errors.append(str(e))
                 continue
-            for entry in _dict(listed).get("allComposers") or []:
+            for entry in as_object(listed).get("allComposers") or []:
                 if isinstance(entry, dict) and isinstance(entry.get("composerId"), str):
                     owners.setdefault(entry["composerId"], ws)
         seen: set[str] = set()
@@ -142,7 +142,7 @@ class CursorSource:
                 pane = db.item(CHAT_PANE_KEY)
         except OSError:
             return  # reported with the workspace's composers
-        tabs = _dict(pane).get("tabs")
+        tabs = as_object(pane).get("tabs")
         for tab in tabs if isinstance(tabs, list) else []:
             if not isinstance(tab, dict) or not isinstance(tab.get("tabId"), str) or tab["tabId"] in seen:
                 continue
@@ -186,12 +186,8 @@ class CursorSource:
         return build_session(chats[found.session_id])
 
 
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
 def _parent(row: ComposerRow) -> str | None:
-    parent = _dict(_dict(row.data).get("subagentInfo")).get("parentComposerId")
+    parent = as_object(as_object(row.data).get("subagentInfo")).get("parentComposerId")
     return parent if isinstance(parent, str) else None
 
 

@@ -41,7 +41,8 @@ from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, cont
 from jacked.sources.metrics import compute_metrics, elapsed_ms
 from jacked.sources.model import Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
 from jacked.sources.opencode.build import diff_counts
-from jacked.sources.paths import repo_name_of
+from jacked.sources.paths import home_dir, repo_name_of
+from jacked.sources.values import as_count, as_object, nonblank
 
 PARSER_VERSION = 1
 MAX_EVENT_BYTES = 32 << 20
@@ -51,18 +52,6 @@ NOT_CALLS = frozenset({"message", "finish", "system", "start", "recall", "conden
 # The tool a call is named by when the model's function name says less than the action
 ACTION_TOOLS = {"read": "read", "write": "write", "run": "execute_bash", "run_ipython": "execute_ipython_cell"}
 INTERRUPTED_STATES = frozenset({"stopped", "paused"})
-
-
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v.strip() else None
-
-
-def _int(v: Any) -> int:
-    return int(v) if v.__class__ in (int, float) and v == v and abs(v) < 1 << 62 else 0
 
 
 def _ts(v: Any) -> str | None:
@@ -148,8 +137,7 @@ class OpenHandsSource:
             configured = environ.get(key, "").strip()
             if configured:
                 return Path(configured).expanduser()
-        home = environ.get("HOME", "").strip() or environ.get("USERPROFILE", "").strip() or os.path.expanduser("~")
-        return Path(home) / ".openhands"
+        return home_dir(environ) / ".openhands"
 
     def discover(self, root: Path, errors: list[str]) -> Iterable[FoundSession]:
         for folder in conversation_dirs(root):
@@ -168,23 +156,23 @@ class OpenHandsSource:
     def read(self, found: FoundSession) -> Session:
         folder: Path = found.extra["folder"]  # type: ignore[assignment]
         events, records, malformed = read_events(folder)
-        meta = _dict(_load(folder / "metadata.json"))
+        meta = as_object(_load(folder / "metadata.json"))
         builder = _Builder()
         for event in events:
             builder.feed(event)
         turns = builder.finish()
-        repo = _str(meta.get("selected_repository"))
-        model = _str(meta.get("llm_model"))
+        repo = nonblank(meta.get("selected_repository"))
+        model = nonblank(meta.get("llm_model"))
         models = builder.models or ([model] if model else [])
         session = Session(session_id=found.session_id, file=str(folder.absolute()), agent="openhands",
                           project_dir=folder.parent.name, cwd=builder.cwd,
                           repo_name=repo.rstrip("/").rsplit("/", 1)[-1] if repo else repo_name_of(builder.cwd),
-                          git_branch=_str(meta.get("selected_branch")),
+                          git_branch=nonblank(meta.get("selected_branch")),
                           started_at=builder.started_at or _ts(meta.get("created_at")),
                           ended_at=builder.ended_at or _ts(meta.get("last_updated_at")), turns=turns,
                           texts=builder.texts, models=models, lines=records, lines_malformed=malformed,
                           lines_unknown=builder.unknown, message_lines=builder.messages)
-        title = _str(meta.get("title"))
+        title = nonblank(meta.get("title"))
         if title:
             session.texts.append(TextUnit("ai_title", title, _ts(meta.get("last_updated_at")), None))
         return session
@@ -220,7 +208,7 @@ class _Builder:
         ts = _ts(event.get("timestamp"))
         action, observation = event.get("action"), event.get("observation")
         if isinstance(action, str):
-            self._action(event, action, _dict(event.get("args")), ts)
+            self._action(event, action, as_object(event.get("args")), ts)
         elif isinstance(observation, str):
             self._observation(event, observation, ts)
         else:
@@ -232,7 +220,7 @@ class _Builder:
             return  # the environment's own bookkeeping (agent state changes, system prompts)
         if action == "message" and source == "user":
             self.messages += 1
-            text = _str(args.get("content"))
+            text = nonblank(args.get("content"))
             if text is not None:
                 index = self.turns[-1].index + 1 if self.turns else 1
                 self.turns.append(Turn(index=index, prompt=text[:MAX_TEXT_CHARS], started_at=ts, ended_at=ts,
@@ -246,11 +234,11 @@ class _Builder:
         self._usage(turn, event, ts)
         if action in ("message", "finish"):
             self.messages += 1
-            text = _str(args.get("final_thought")) or _str(args.get("content")) or _str(event.get("message"))
+            text = nonblank(args.get("final_thought")) or nonblank(args.get("content")) or nonblank(event.get("message"))
             if text:
                 turn.assistant_text = text[:MAX_TEXT_CHARS]
         elif action == "condensation":
-            summary = _str(args.get("summary"))
+            summary = nonblank(args.get("summary"))
             turn.compacted = True
             turn.events.append(TurnEvent("compaction", ts, {"trigger": "auto", "pre_tokens": None}))
             if summary:
@@ -259,44 +247,44 @@ class _Builder:
             self._call(turn, event, action, args, ts)
 
     def _usage(self, turn: Turn, event: dict[str, Any], ts: str | None) -> None:
-        response = _dict(_dict(event.get("tool_call_metadata")).get("model_response"))
-        rid = _str(response.get("id"))
+        response = as_object(as_object(event.get("tool_call_metadata")).get("model_response"))
+        rid = nonblank(response.get("id"))
         if rid is None or rid in self.responses:
             return
         self.responses.add(rid)
-        model = _str(response.get("model"))
+        model = nonblank(response.get("model"))
         if model and model not in turn.models:
             turn.models.append(model)
         if model and model not in self.models:
             self.models.append(model)
-        usage = _dict(response.get("usage"))
-        counts = (_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
-                  _int(usage.get("cache_read_input_tokens")), _int(usage.get("cache_creation_input_tokens")))
+        usage = as_object(response.get("usage"))
+        counts = (as_count(usage.get("prompt_tokens")), as_count(usage.get("completion_tokens")),
+                  as_count(usage.get("cache_read_input_tokens")), as_count(usage.get("cache_creation_input_tokens")))
         if any(counts):
             turn.llm_calls.append(LlmCall(message_id=rid, model=model, timestamp=ts, input_tokens=counts[0],
                                           output_tokens=counts[1], cache_read_tokens=counts[2],
                                           cache_creation_tokens=counts[3], has_usage=True))
 
     def _call(self, turn: Turn, event: dict[str, Any], action: str, args: dict[str, Any], ts: str | None) -> None:
-        meta = _dict(event.get("tool_call_metadata"))
-        step = _str(_dict(meta.get("model_response")).get("id")) or f"event-{event.get('id')}"
+        meta = as_object(event.get("tool_call_metadata"))
+        step = nonblank(as_object(meta.get("model_response")).get("id")) or f"event-{event.get('id')}"
         if step not in self.steps:
             self.steps[step] = 0
         self.steps[step] += 1
-        name = ACTION_TOOLS.get(action) or _str(meta.get("function_name")) or action
+        name = ACTION_TOOLS.get(action) or nonblank(meta.get("function_name")) or action
         if action == "edit":
             name = "write" if args.get("command") == "create" else "edit"
         shown = {k: v for k, v in args.items() if k not in ("thought", "hidden", "blocking", "is_input",
                                                                "security_risk", "impl_source")}
         order = list(dict.fromkeys(i.message_id for i in turn.invocations))
-        inv = Invocation(tool_name=name, tool_use_id=_str(meta.get("tool_call_id")) or str(event.get("id")),
+        inv = Invocation(tool_name=name, tool_use_id=nonblank(meta.get("tool_call_id")) or str(event.get("id")),
                          sequence=order.index(step) if step in order else len(order),
                          position=self.steps[step], message_id=step, timestamp=ts, input_brief=brief_input(shown))
-        inv.file_path = _str(args.get("path"))
+        inv.file_path = nonblank(args.get("path"))
         if action in ("run", "run_ipython"):
-            inv.command = _str(args.get("command")) or _str(args.get("code"))
+            inv.command = nonblank(args.get("command")) or nonblank(args.get("code"))
         if action == "delegate":
-            inv.subagent_type = _str(args.get("agent"))
+            inv.subagent_type = nonblank(args.get("agent"))
         if action == "edit":
             _edit_lines(inv, args)
         if args.get("confirmation_state") == "rejected":
@@ -315,7 +303,7 @@ class _Builder:
                                                       "target": inv.command or inv.file_path, "reason": None}))
 
     def _observation(self, event: dict[str, Any], observation: str, ts: str | None) -> None:
-        extras = _dict(event.get("extras"))
+        extras = as_object(event.get("extras"))
         if not self.turns:
             return  # the environment starting up: no turn yet
         turn = self.turns[-1]
@@ -329,14 +317,14 @@ class _Builder:
                     "tool_use_id": running.tool_use_id if running else None}))
             return
         if observation == "run" and self.cwd is None:
-            self.cwd = _str(_dict(extras.get("metadata")).get("working_dir"))
+            self.cwd = nonblank(as_object(extras.get("metadata")).get("working_dir"))
         owner = self.calls.get(event["cause"]) if isinstance(event.get("cause"), int) else None
         if owner is None:
             return
         inv, call_turn = owner
         content = event.get("content")
         text = content if isinstance(content, str) else ""
-        exit_code = _dict(extras.get("metadata")).get("exit_code", extras.get("exit_code"))
+        exit_code = as_object(extras.get("metadata")).get("exit_code", extras.get("exit_code"))
         if observation == "user_rejected":
             self._reject(call_turn, inv, ts)
         # exit code -1: the command is still running (OpenHands stopped waiting), not a failure
@@ -346,7 +334,7 @@ class _Builder:
         inv.has_result = True
         inv.result_timestamp = ts
         inv.result_brief = head_and_tail(text, brief_limit(inv.tool_name, inv.is_error)) if text else ""
-        diff = _str(extras.get("diff"))
+        diff = nonblank(extras.get("diff"))
         if diff and not inv.diff:
             inv.diff = short(diff, MAX_DIFF_CHARS)
         if observation == "edit" and isinstance(extras.get("new_content"), str) and not failed:

@@ -11,10 +11,10 @@ anything is touched, exactly the `jacked` entry taken out again.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from jacked.sources.paths import home_dir
 from jacked.surfaces.agent_install.gemini import install_into, uninstall_from
 
 WHAT = "Cursor's MCP configuration"
@@ -22,8 +22,7 @@ WHAT = "Cursor's MCP configuration"
 
 def config_path(environ: Mapping[str, str]) -> Path:
     """Cursor's global `mcp.json`."""
-    home = environ.get("HOME", "").strip() or environ.get("USERPROFILE", "").strip() or os.path.expanduser("~")
-    return Path(home).expanduser() / ".cursor" / "mcp.json"
+    return home_dir(environ).expanduser() / ".cursor" / "mcp.json"
 
 
 def install(exe: list[str], environ: Mapping[str, str]) -> Path:
