@@ -130,3 +130,10 @@ def suite_mode() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k in ("JACKED_DAEMON", "JACKED_DAEMON_IDLE_MINUTES")}
+
+
+def file_snapshot(root: Path) -> dict[str, tuple[str, int]]:
+    """Every file under `root`: its content hash and mtime, to show a scan wrote nothing there."""
+    import hashlib
+    return {str(p): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}

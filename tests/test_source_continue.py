@@ -3,7 +3,6 @@ an independent count of the same fixtures (`agents/count_continue.py`), hand-che
 scan into the catalog (incremental, never writing to Continue's files), bad input and status."""
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sys
@@ -16,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "agents"))
 import count_continue  # noqa: E402
 
 from jacked.catalog import Catalog  # noqa: E402
+from kit import file_snapshot  # noqa: E402
 from jacked.ingest.agents import source_status  # noqa: E402
 from jacked.ingest.scan import Scanner  # noqa: E402
 from jacked.query.history import turns_json  # noqa: E402
@@ -97,22 +97,18 @@ def test_older_session_single_state_and_placeholder_title(hand: dict[str, Sessio
     assert s.models == ["Claude 4 Sonnet", "GPT-4o"] and s.cwd == "/home/me/notes"
 
 
-def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
-    return {str(p): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
 
 def test_scan_is_incremental_and_never_writes_to_continue_files(tmp_path: Path) -> None:
     root = tmp_path / ".continue"
     shutil.copytree(HAND, root)
-    before = _snapshot(root)
+    before = file_snapshot(root)
     claude = tmp_path / "claude"
     claude.mkdir()
     cat = Catalog(tmp_path / "catalog.db")
     first = Scanner(cat, claude, agents={"continue": root}).scan()
     assert first.sessions_scanned == 3 and len(first.errors) == 1 and CUT in first.errors[0]
     assert [t["prompt"] for t in turns_json(cat, AGENT)["turns"]][0].startswith("Discounts can push")
-    assert _snapshot(root) == before
+    assert file_snapshot(root) == before
     again = Scanner(cat, claude, agents={"continue": root}).scan()
     assert (again.sessions_scanned, again.sessions_unchanged) == (0, 3)
     path = root / "sessions" / f"{OLDER}.json"

@@ -4,7 +4,6 @@ written by the spec writer read back, a scan into the catalog (incremental, neve
 Cursor's files, also while Cursor holds the database locked), bad input and `status --json`."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ import count_cursor  # noqa: E402
 import write_cursor  # noqa: E402
 
 from jacked.catalog import Catalog  # noqa: E402
+from kit import file_snapshot  # noqa: E402
 from jacked.ingest.agents import source_status  # noqa: E402
 from jacked.ingest.scan import Scanner  # noqa: E402
 from jacked.query.history import turns_json  # noqa: E402
@@ -207,11 +207,6 @@ def test_default_folders_per_platform() -> None:
 
 
 # --------------------------------------------------------------------------- scans: read-only, incremental
-def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
-    return {str(p): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def _scan(tmp_path: Path, root: Path) -> tuple[Catalog, Any]:
     claude = tmp_path / "claude"
     claude.mkdir(exist_ok=True)
@@ -222,12 +217,12 @@ def _scan(tmp_path: Path, root: Path) -> tuple[Catalog, Any]:
 def test_scan_is_incremental_and_never_writes_to_cursor_files(tmp_path: Path) -> None:
     root = tmp_path / "User"
     shutil.copytree(HAND, root)
-    before = _snapshot(root)
+    before = file_snapshot(root)
     cat, first = _scan(tmp_path, root)
     assert first.sessions_scanned == 4 and len(first.errors) == 1
     assert {r["agent"] for r in cat.list_sessions()} == {"cursor"}
     assert [t["prompt"] for t in turns_json(cat, A)["turns"]][:1] == ["Add input validation to the signup handler"]
-    assert _snapshot(root) == before  # bytes and times unchanged, no journal or WAL left beside them
+    assert file_snapshot(root) == before  # bytes and times unchanged, no journal or WAL left beside them
     again = Scanner(cat, tmp_path / "claude", agents={"cursor": root}).scan()
     assert (again.sessions_scanned, again.sessions_unchanged) == (0, 4)
     # Cursor adds a bubble to one chat: only that chat is read again
@@ -326,7 +321,7 @@ def test_backfill_cli_and_agent_filter(tmp_path: Path) -> None:
            "JACKED_CURSOR_DIR": str(root), "JACKED_DAEMON": "off", "HOME": str(tmp_path)}
     (tmp_path / "claude").mkdir()
     jacked = [str(Path(sys.executable).parent / "jacked")]
-    before = _snapshot(root)
+    before = file_snapshot(root)
     done = subprocess.run([*jacked, "backfill", "--json"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     found = subprocess.run([*jacked, "search", "signup email validation", "--agent", "cursor", "--json"], env=env,
@@ -338,7 +333,7 @@ def test_backfill_cli_and_agent_filter(tmp_path: Path) -> None:
     assert status.returncode == 0, status.stderr
     cursor = next(s for s in json.loads(status.stdout)["sources"] if s["name"] == "cursor")
     assert (cursor["root"], cursor["found"], cursor["sessions"]) == (str(root), True, 4)
-    assert _snapshot(root) == before
+    assert file_snapshot(root) == before
 
 
 def test_a_locked_database_is_waited_for_once(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ OpenHands' own repository, hand-checked details, a scan (incremental, never writ
 store), bad input and status."""
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sys
@@ -17,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent / "agents"))
 import count_openhands  # noqa: E402
 
 from jacked.catalog import Catalog  # noqa: E402
+from kit import file_snapshot  # noqa: E402
 from jacked.ingest.agents import source_status  # noqa: E402
 from jacked.ingest.scan import Scanner  # noqa: E402
 from jacked.sources.model import Session  # noqa: E402
@@ -121,21 +121,17 @@ def test_conversation_only_in_the_cache_pages(hand: dict[str, Session]) -> None:
     assert "00empty" not in hand
 
 
-def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
-    return {str(p): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
 
 def test_scan_is_incremental_and_never_writes(tmp_path: Path) -> None:
     root = tmp_path / ".openhands"
     shutil.copytree(HAND, root)
-    before = _snapshot(root)
+    before = file_snapshot(root)
     claude = tmp_path / "claude"
     claude.mkdir()
     cat = Catalog(tmp_path / "catalog.db")
     first = Scanner(cat, claude, agents={"openhands": root}).scan()
     assert (first.sessions_scanned, first.errors) == (2, [])
-    assert _snapshot(root) == before
+    assert file_snapshot(root) == before
     again = Scanner(cat, claude, agents={"openhands": root}).scan()
     assert (again.sessions_scanned, again.sessions_unchanged) == (0, 2)
     (root / "sessions" / MAIN / "events" / "22.json").write_text(json.dumps(
