@@ -61,11 +61,29 @@ def decode(raw: Any) -> Any:
 
 @dataclass(slots=True)
 class ComposerRow:
-    """A `composerData:` row as discovery sees it: not yet decoded, only measured."""
+    """A `composerData:` row as discovery sees it: the few fields that tell what changed and how
+    chats nest (the whole value, often megabytes of file states, is not kept: the chat's read
+    decodes it again)."""
 
     composer_id: str
     size: int
-    data: dict[str, Any] | None = None  # decoded (None: not JSON or too large)
+    updated: Any = None  # lastUpdatedAt
+    status: Any = None
+    headers: int = 0  # bubbles named in fullConversationHeadersOnly
+    inline: int = 0  # bubbles kept in the row itself (conversation, conversationMap)
+    parent: str | None = None  # subagentInfo.parentComposerId
+
+    @classmethod
+    def of(cls, composer_id: str, size: int, data: dict[str, Any]) -> ComposerRow:
+        def length(value: Any, kind: type) -> int:
+            return len(value) if isinstance(value, kind) else 0
+
+        parent = data.get("subagentInfo")
+        parent = parent.get("parentComposerId") if isinstance(parent, dict) else None
+        return cls(composer_id, size, data.get("lastUpdatedAt"), data.get("status"),
+                   length(data.get("fullConversationHeadersOnly"), list),
+                   length(data.get("conversation"), list) + length(data.get("conversationMap"), dict),
+                   parent if isinstance(parent, str) else None)
 
 
 @dataclass(slots=True)
@@ -149,19 +167,23 @@ class CursorDb:
             sizes = self.conn.execute("SELECT key, length(value) FROM cursorDiskKV WHERE key >= ? AND key < ?",
                                       (low, high)).fetchall()
             for key, size in sizes:
-                row = ComposerRow(str(key)[len(COMPOSER_PREFIX):], int(size or 0))
-                if row.size > MAX_VALUE_BYTES:
-                    errors.append(f"{self.path}#{row.composer_id}: composer data of {row.size} bytes, over the "
-                                  f"{MAX_VALUE_BYTES} read; skipped")
+                cid = str(key)[len(COMPOSER_PREFIX):]
+                if (size or 0) > MAX_VALUE_BYTES:
+                    errors.append(f"{self.path}#{cid}: composer data of {size} bytes, over the {MAX_VALUE_BYTES} "
+                                  "read; skipped")
                     continue
                 value = self.conn.execute("SELECT value FROM cursorDiskKV WHERE key = ?", (key,)).fetchone()
                 data = decode(value[0]) if value else None
                 if not isinstance(data, dict):
-                    errors.append(f"{self.path}#{row.composer_id}: composer data is not a JSON object; skipped")
+                    errors.append(f"{self.path}#{cid}: composer data is not a JSON object; skipped")
                     continue
-                row.data = data
-                out.append(row)
+                out.append(ComposerRow.of(cid, int(size or 0), data))
         return out
+
+    def composer(self, composer_id: str) -> dict[str, Any]:
+        """One composer's whole `composerData` (empty when gone or unreadable since discovery)."""
+        data = self.item(f"{COMPOSER_PREFIX}{composer_id}", "cursorDiskKV")
+        return data if isinstance(data, dict) else {}
 
     def bubble_stats(self) -> dict[str, tuple[int, int]]:
         """{composer id: (bubble rows, their total bytes)}: with the composer's own row, what tells

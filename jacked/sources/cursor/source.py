@@ -30,7 +30,7 @@ from jacked.sources.cursor.build import (
     is_prompt,
     path_of_uri,
 )
-from jacked.sources.cursor.db import CHAT_PANE_KEY, WORKSPACE_COMPOSERS_KEY, ComposerRow, CursorDb, workspace_dbs
+from jacked.sources.cursor.db import CHAT_PANE_KEY, WORKSPACE_COMPOSERS_KEY, CursorDb, workspace_dbs
 from jacked.sources.model import Session
 from jacked.sources.paths import home_dir
 from jacked.sources.values import as_object
@@ -115,24 +115,22 @@ class CursorSource:
         seen.update(rows)
         children: dict[str, list[str]] = {}
         for cid, row in rows.items():
-            parent = _parent(row)
-            if parent in rows and parent != cid:
-                children.setdefault(parent, []).append(cid)
+            if row.parent in rows and row.parent != cid:
+                children.setdefault(row.parent, []).append(cid)
         for cid, row in rows.items():
-            if _parent(row) in rows:
+            if row.parent in rows:
                 continue  # a subagent's chat: read with its parent's
             tree = _tree(cid, children)
-            if not stats.get(cid) and not inline_bubbles(row.data or {}):
+            if not stats.get(cid) and not row.inline:
                 continue  # opened and closed without a message
             h = hashlib.blake2b(digest_size=12)
             for member in [cid, *tree]:
-                data = rows[member].data or {}
-                h.update(orjson.dumps([member, rows[member].size, data.get("lastUpdatedAt"), data.get("status"),
-                                       len(headers_of(data)), stats.get(member)]))
+                m = rows[member]
+                h.update(orjson.dumps([member, m.size, m.updated, m.status, m.headers, m.inline, stats.get(member)],
+                                      default=str))
             ws = owners.get(cid)
             yield FoundSession(cid, f"{db_path.absolute()}#{cid}", [db_path], h.hexdigest(), extra={
-                "db": db_path, "locked": locked, "rows": {m: rows[m] for m in [cid, *tree]}, "tree": tree,
-                "parents": {m: _parent(rows[m]) for m in tree},
+                "db": db_path, "locked": locked, "members": [cid, *tree], "parents": {m: rows[m].parent for m in tree},
                 "cwd": ws.folder if ws else None, "project_dir": ws.hash if ws else ""})
 
     def _chat_tabs(self, ws: Workspace, seen: set[str], errors: list[str]) -> Iterator[FoundSession]:
@@ -167,12 +165,12 @@ class CursorSource:
                            project_dir, records=len(bubbles), malformed=sum(not isinstance(b, dict) for b in bubbles))
             return build_session(chat)
         db_path: Path = found.extra["db"]  # type: ignore[assignment]
-        rows: dict[str, ComposerRow] = found.extra["rows"]  # type: ignore[assignment]
+        members: list[str] = found.extra["members"]  # type: ignore[assignment]
         parents: dict[str, str | None] = found.extra["parents"]  # type: ignore[assignment]
         chats: dict[str, RawChat] = {}
         with CursorDb(db_path, immutable=found.extra.get("locked") is True) as db:
-            for cid, row in rows.items():
-                data = row.data or {}
+            for cid in members:
+                data = db.composer(cid)
                 inline = inline_bubbles(data)
                 raw = db.bubbles(cid, headers_of(data))
                 bubbles = raw.bubbles or [b for b in inline if isinstance(b, dict)]
@@ -184,11 +182,6 @@ class CursorSource:
             if parent in chats and cid in chats:
                 chats[parent].children.append(chats[cid])
         return build_session(chats[found.session_id])
-
-
-def _parent(row: ComposerRow) -> str | None:
-    parent = as_object(as_object(row.data).get("subagentInfo")).get("parentComposerId")
-    return parent if isinstance(parent, str) else None
 
 
 def _tree(root: str, children: dict[str, list[str]]) -> list[str]:
