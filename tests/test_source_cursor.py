@@ -348,3 +348,13 @@ def test_a_locked_database_is_waited_for_once(tmp_path: Path) -> None:
     finally:
         holder.rollback()
         holder.close()
+
+
+def test_workspace_uris_as_paths() -> None:
+    from jacked.sources.paths import path_of_uri, resolve_path
+    assert path_of_uri("file:///home/me/my%20app") == "/home/me/my app"
+    assert path_of_uri("file:///c%3A/Users/me/app") == "c:/Users/me/app"
+    assert path_of_uri("vscode-remote://ssh-remote%2Bbox/srv/app") == "/srv/app"
+    assert (path_of_uri(""), path_of_uri(None), path_of_uri("/plain")) == (None, None, "/plain")
+    assert resolve_path("src/a.py", "/w/app") == "/w/app/src/a.py"
+    assert resolve_path("/abs/a.py", "/w/app") == "/abs/a.py" and resolve_path("a.py", None) == "a.py"

@@ -37,11 +37,10 @@ import orjson
 
 from jacked.sources.base import FoundSession
 from jacked.sources.briefs import brief_input, brief_limit, head_and_tail
-from jacked.sources.cursor.build import path_of_uri, resolve_path
 from jacked.sources.metrics import compute_metrics
 from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
 from jacked.sources.opencode.build import iso
-from jacked.sources.paths import home_dir, repo_name_of
+from jacked.sources.paths import home_dir, path_of_uri, repo_name_of, resolve_path
 from jacked.sources.values import as_count, as_object, nonblank
 
 PARSER_VERSION = 1

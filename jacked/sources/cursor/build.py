@@ -24,10 +24,8 @@ How Cursor's records map onto the turn model (`jacked.sources.cursor.db` reads t
 """
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import orjson
 
@@ -47,7 +45,7 @@ from jacked.sources.model import (
     TurnEvent,
 )
 from jacked.sources.opencode.build import iso
-from jacked.sources.paths import repo_name_of
+from jacked.sources.paths import path_of_uri, repo_name_of, resolve_path
 from jacked.sources.values import as_count, as_object, nonblank
 
 # Bumped whenever what `build_session` returns changes: every Cursor chat is read again.
@@ -74,19 +72,6 @@ def when(v: Any) -> str | None:
     if isinstance(v, str) and v.strip():
         return v
     return iso(v)
-
-
-def path_of_uri(uri: Any) -> str | None:
-    """A folder URI (`file:///home/me/app`, `vscode-remote://ssh-remote+h/srv/app`) as a path."""
-    if not isinstance(uri, str) or not uri.strip():
-        return None
-    if "://" not in uri:
-        return uri
-    parsed = urlparse(uri)
-    path = unquote(parsed.path)
-    if len(path) > 2 and path[0] == "/" and path[2] == ":":  # file:///C:/Users/...
-        path = path[1:]
-    return path or None
 
 
 def is_prompt(bubble: dict[str, Any]) -> bool:
@@ -247,13 +232,6 @@ class ChatBuilder:
             turn.duration_ms = elapsed_ms(turn.started_at, turn.ended_at)
             turn.duration_source = "timestamps" if turn.duration_ms is not None else None
         return self.out
-
-
-def resolve_path(path: str | None, cwd: str | None) -> str | None:
-    """A path a tool named relative to the workspace, made absolute when the folder is known."""
-    if not path or not cwd or path.startswith("/") or (len(path) > 1 and path[1] == ":"):
-        return path
-    return posixpath.normpath(posixpath.join(cwd, path)) if cwd.startswith("/") else f"{cwd}\\{path}"
 
 
 def _result_text(result: Any) -> str:

@@ -28,11 +28,10 @@ from jacked.sources.cursor.build import (
     headers_of,
     inline_bubbles,
     is_prompt,
-    path_of_uri,
 )
 from jacked.sources.cursor.db import CHAT_PANE_KEY, WORKSPACE_COMPOSERS_KEY, CursorDb, workspace_dbs
 from jacked.sources.model import Session
-from jacked.sources.paths import home_dir
+from jacked.sources.paths import home_dir, path_of_uri
 from jacked.sources.values import as_object
 
 GLOBAL_DB = Path("globalStorage") / "state.vscdb"
