@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, head_and_tail, short
-from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
+from jacked.sources.metrics import fill_subagent_counts, finish_turns
 from jacked.sources.model import (
     AGENT_TOOLS,
     EDIT_TOOLS,
@@ -227,10 +227,7 @@ class ChatBuilder:
             last.events.append(TurnEvent("feedback", last.ended_at, {
                 "kind": "interrupted", "tool_name": running.tool_name if running else None,
                 "tool_use_id": running.tool_use_id if running else None}))
-        for turn in turns:
-            compute_metrics(turn)
-            turn.duration_ms = elapsed_ms(turn.started_at, turn.ended_at)
-            turn.duration_source = "timestamps" if turn.duration_ms is not None else None
+        finish_turns(turns)
         return self.out
 
 

@@ -38,7 +38,7 @@ import orjson
 
 from jacked.sources.base import FoundSession, stat_fingerprint
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
-from jacked.sources.metrics import compute_metrics, elapsed_ms
+from jacked.sources.metrics import finish_turns
 from jacked.sources.model import Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
 from jacked.sources.opencode.build import diff_counts
 from jacked.sources.paths import home_dir, repo_name_of
@@ -341,11 +341,7 @@ class _Builder:
             _edit_result(inv, extras)
 
     def finish(self) -> list[Turn]:
-        for turn in self.turns:
-            compute_metrics(turn)
-            turn.duration_ms = elapsed_ms(turn.started_at, turn.ended_at)
-            turn.duration_source = "timestamps" if turn.duration_ms is not None else None
-        return self.turns
+        return finish_turns(self.turns)
 
 
 def _edit_result(inv: Invocation, extras: dict[str, Any]) -> None:
