@@ -9,7 +9,6 @@ import os
 import shutil
 import sqlite3
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
