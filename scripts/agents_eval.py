@@ -33,7 +33,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 GEN_CORPUS = REPO / "scripts" / "gen_corpus.py"
-AGENTS = ("codex", "gemini", "opencode", "aider", "qwen", "cline", "roo", "kilo", "copilot")
+AGENTS = ("codex", "gemini", "opencode", "aider", "qwen", "cline", "roo", "kilo", "copilot", "cursor", "continue",
+          "openhands")
 KINDS = {"Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "Bash": "shell", "Grep": "search",
          "Glob": "search"}
 
@@ -50,6 +51,9 @@ def agent_env(out: Path) -> dict[str, str]:
             "GEMINI_CLI_HOME": str(out / "gemini-home"), "XDG_DATA_HOME": str(out / "xdg-data"),
             "JACKED_AIDER_ROOT": str(out / "aider"), "QWEN_RUNTIME_DIR": str(out / "qwen"),
             **{f"JACKED_{a.upper()}_DIR": str(out / a) for a in ("cline", "roo", "kilo")}, "COPILOT_HOME": str(out / "copilot"),
+            "JACKED_CURSOR_DIR": str(out / "cursor" / "User"),
+            "CONTINUE_GLOBAL_DIR": str(out / "continue"),
+            "JACKED_OPENHANDS_DIR": str(out / "openhands"),
             "JACKED_HOME": str(out / "jacked-home")}
 
 
@@ -160,10 +164,13 @@ def _remove_claude_files(claude: Path, truth: dict[str, Any]) -> None:
 def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     """Write the mixed corpus under `out` and its truth (`out/mixed_truth.json`)."""
     sys.path.insert(0, str(REPO / "tests"))
-    from agents import write_aider, write_cline, write_codex, write_copilot, write_gemini, write_opencode, write_qwen  # noqa: PLC0415 (the writers live with the tests)
+    from agents import (  # noqa: PLC0415 (the writers live with the tests)
+        write_aider, write_cline, write_codex, write_continue, write_copilot, write_cursor, write_gemini, write_opencode,
+        write_openhands, write_qwen)
 
     writers = {"codex": write_codex, "gemini": write_gemini, "opencode": write_opencode, "aider": write_aider, "qwen": write_qwen,
-               "cline": write_cline, "roo": write_cline, "kilo": write_cline, "copilot": write_copilot}
+               "cline": write_cline, "roo": write_cline, "kilo": write_cline, "copilot": write_copilot, "cursor": write_cursor,
+               "continue": write_continue, "openhands": write_openhands}
     if out.exists():
         shutil.rmtree(out)
     claude = out / "claude"

@@ -118,3 +118,6 @@ def _no_real_agent_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["COPILOT_HOME"] = str(empty / "copilot")
     for name in ("CLINE", "ROO", "KILO"):  # else the editors' extension storage is looked for
         os.environ[f"JACKED_{name}_DIR"] = str(empty / name.lower())
+    os.environ["JACKED_CURSOR_DIR"] = str(empty / "cursor")
+    os.environ["CONTINUE_GLOBAL_DIR"] = str(empty / "continue")
+    os.environ["JACKED_OPENHANDS_DIR"] = str(empty / "openhands")

@@ -1,4 +1,4 @@
-"""`jacked install --agent codex|gemini|opencode|qwen|copilot`: `jacked mcp` registered in the other agents' own
+"""`jacked install --agent codex|gemini|opencode|qwen|copilot|cursor`: `jacked mcp` registered in the other agents' own
 MCP configuration through the CLI, and `uninstall --agent` takes exactly that out again."""
 from __future__ import annotations
 
@@ -38,5 +38,19 @@ def test_install_and_uninstall_for_another_agent(tmp_path: Path, agent: str) -> 
 
 
 def test_an_unknown_agent_is_one_line(tmp_path: Path) -> None:
-    p = _run(["install", "--agent", "cursor"], tmp_path)
+    p = _run(["install", "--agent", "no-such-agent"], tmp_path)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "codex, gemini, opencode" in p.stderr
+
+
+def test_cursor_entry_is_a_stdio_server_in_its_mcp_json(tmp_path: Path) -> None:
+    config = tmp_path / ".cursor" / "mcp.json"
+    config.parent.mkdir()
+    config.write_text('{"mcpServers": {"other": {"command": "npx", "args": ["srv"]}}}')
+    added = _run(["install", "--agent", "cursor"], tmp_path)
+    assert added.returncode == 0, added.stderr
+    import json
+    servers = json.loads(config.read_text())["mcpServers"]
+    assert servers["other"] == {"command": "npx", "args": ["srv"]}  # the user's server kept
+    assert servers["jacked"]["args"][-1] == "mcp" and isinstance(servers["jacked"]["command"], str)
+    assert _run(["uninstall", "--agent", "cursor"], tmp_path).returncode == 0
+    assert json.loads(config.read_text()) == {"mcpServers": {"other": {"command": "npx", "args": ["srv"]}}}

@@ -69,3 +69,13 @@ def compute_metrics(turn: Turn) -> None:
                 m.bash_commands.append(inv.command)
             if inv.is_error:
                 m.bash_error_count += 1
+
+
+def finish_turns(turns: list[Turn]) -> list[Turn]:
+    """Metrics and elapsed times of turns built from records that carry times (not Claude Code's
+    `turn_duration`): what every other source does last."""
+    for turn in turns:
+        compute_metrics(turn)
+        turn.duration_ms = elapsed_ms(turn.started_at, turn.ended_at)
+        turn.duration_source = "timestamps" if turn.duration_ms is not None else None
+    return turns

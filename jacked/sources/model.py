@@ -18,6 +18,17 @@ EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "apply_patch", "replace", "edit", "
 SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "shell_command", "container.exec",
                          "run_shell_command", "bash", "execute_command"})
 AGENT_TOOLS = frozenset({"Task", "Agent", "task", "invoke_agent"})
+# Cursor's tool names (its `toolFormerData.name`), older and `_v2` generations
+READ_TOOLS = READ_TOOLS | {"read_file_v2"}
+EDIT_TOOLS = EDIT_TOOLS | {"edit_file", "edit_file_v2", "search_replace", "delete_file"}
+SHELL_TOOLS = SHELL_TOOLS | {"run_terminal_cmd", "run_terminal_command", "run_terminal_command_v2"}
+AGENT_TOOLS = AGENT_TOOLS | {"task_v2"}
+# Continue's built-in tools
+WRITE_TOOLS = WRITE_TOOLS | {"create_new_file"}
+EDIT_TOOLS = EDIT_TOOLS | {"edit_existing_file", "single_find_and_replace", "multi_edit"}
+SHELL_TOOLS = SHELL_TOOLS | {"run_terminal_command"}
+# OpenHands' (its file actions are named read / write / edit)
+SHELL_TOOLS = SHELL_TOOLS | {"execute_bash", "execute_ipython_cell"}
 
 
 @dataclass(slots=True)

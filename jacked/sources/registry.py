@@ -10,9 +10,12 @@ from jacked.sources.base import TranscriptSource
 from jacked.sources.claude.source import ClaudeSource
 from jacked.sources.cline.source import CLINE, KILO, ROO
 from jacked.sources.codex.source import CodexSource
+from jacked.sources.continue_dev.source import ContinueSource
 from jacked.sources.copilot.source import CopilotSource
+from jacked.sources.cursor.source import CursorSource
 from jacked.sources.gemini.source import GeminiSource
 from jacked.sources.opencode.source import OpencodeSource
+from jacked.sources.openhands.source import OpenHandsSource
 from jacked.sources.qwen.source import QwenSource
 
 SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
@@ -24,6 +27,9 @@ SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     QwenSource(),
     CLINE, ROO, KILO,
     CopilotSource(),
+    CursorSource(),
+    ContinueSource(),
+    OpenHandsSource(),
 )}
 
 

@@ -532,7 +532,7 @@ def _uninstall_skill(ctx: _Ctx) -> None:
 
 
 # --------------------------------------------------------------------------- other agents
-OTHER_AGENTS = ("codex", "gemini", "opencode", "qwen", "copilot")
+OTHER_AGENTS = ("codex", "gemini", "opencode", "qwen", "copilot", "cursor")
 # Agents jacked reads that take no MCP server: nothing to register (their sessions are read anyway).
 NO_MCP_AGENTS = {"aider": "Aider"}
 

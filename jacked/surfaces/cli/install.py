@@ -44,7 +44,7 @@ def install_cmd(
                                                         "refers to (or nothing)."),
     mcp: bool = typer.Option(False, "--mcp", help="Also register `jacked mcp` as a user-scope MCP server."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Instead: register `jacked mcp` with another agent "
-                                        "(codex, gemini or opencode) in its own MCP configuration."),
+                                        "(codex, gemini, opencode or cursor) in its own MCP configuration."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Install the jacked skill and hooks into the Claude directory (idempotent, with backups)."""
@@ -66,7 +66,7 @@ def install_cmd(
 
 def uninstall_cmd(
     agent: Optional[str] = typer.Option(None, "--agent", help="Instead: take `jacked mcp` out of that agent's "
-                                        "MCP configuration (codex, gemini or opencode)."),
+                                        "MCP configuration (codex, gemini, opencode or cursor)."),
     purge: bool = typer.Option(False, "--purge", help="Then also delete all jacked data: JACKED_HOME (catalog, "
                                "index, archive, logs). Your transcripts are not touched."),
     yes: bool = typer.Option(False, "--yes", "-y", help="With --purge: do not ask for confirmation."),
