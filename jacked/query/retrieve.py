@@ -495,10 +495,6 @@ def _render_counted(mode: str, budget: int, margin: float, sessions: list[Sessio
     return text, max(new_used, floor), sess_tokens
 
 
-def to_json_bytes(result: RetrieveResult, dry_run: bool = False) -> bytes:
-    return orjson.dumps(result.to_json(dry_run), option=orjson.OPT_INDENT_2)
-
-
 # --------------------------------------------------------------------------- recall
 RECALL_MAX_TOKENS = 1500
 RECALL_SESSIONS = 6
