@@ -70,17 +70,14 @@ def _json_default(obj: Any) -> Any:
 
 
 def json_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of the answer `name` (a key of `ANSWERS`): closed objects (a key the type
-    does not name is an error), with `$id`-like `title` and the schema `version`. Imports pydantic."""
+    """The JSON Schema of the answer `name` (a key of `jacked.schema.answers.ANSWERS`), with the
+    schema `version`; its objects are closed (a key the type does not name is an error). Imports
+    pydantic."""
     from pydantic import TypeAdapter
 
     from jacked.schema.answers import ANSWERS
 
-    try:
-        answer = ANSWERS[name]
-    except KeyError:
-        raise KeyError(f"no answer called {name!r}: one of {', '.join(ANSWERS)}") from None
-    schema: dict[str, Any] = TypeAdapter(answer).json_schema()
+    schema: dict[str, Any] = TypeAdapter(ANSWERS[name]).json_schema()
     _close(schema)
     schema.setdefault("title", name)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "version": SCHEMA_VERSION, **schema}
