@@ -140,6 +140,20 @@ def test_every_surface_validates_and_agrees(indexed: Settings, tmp_path: Path,
         k: v for k, v in web["scan"].items() if k != "seconds"}
 
 
+def test_index_and_forget_reports_validate(indexed: Settings, tmp_path: Path) -> None:
+    """The writing commands' reports, on a copy of the index (forgetting changes it)."""
+    home = tmp_path / "home"
+    shutil.copytree(indexed.home, home)
+    copy = load_settings(indexed.claude_dir, jacked_home=str(home), user_name="ada")
+    sid = Jacked(copy, scan=False).sessions()[-1]["session_id"]
+    index = _cli(copy, "index", sid)
+    _valid("index", index)
+    assert index["sessions_indexed"] + index["sessions_unchanged"] == 1
+    forget = _cli(copy, "forget", sid, "--yes")
+    _valid("forget", forget)
+    assert forget["forgotten"] == [sid] and forget["points_deleted"] > 0
+
+
 def test_the_schemas_are_closed_and_printed_by_the_cli(indexed: Settings) -> None:
     """A key no type names fails validation (the schema says what an answer holds, all of it), and
     `jacked schema` prints each answer's schema as the library makes it."""
