@@ -112,9 +112,10 @@ def test_every_surface_validates_and_agrees(indexed: Settings, tmp_path: Path,
     mcp = dict(zip(("search", "sessions", "restore", "retrieve"), _mcp(indexed, [
         ("search", {"query": QUERY, "limit": 5}), ("list_sessions", {"limit": 200}),
         ("restore", {"session_id": sid}), ("retrieve", {"session_ids": [sid]})])))
-    web = dict(zip(("search", "sessions", "retrieve", "scan"), _web(indexed, [
+    web = dict(zip(("search", "sessions", "retrieve", "scan", "searched"), _web(indexed, [
         ("GET", "/api/search", {"q": QUERY, "limit": "5"}), ("GET", "/api/sessions", {"limit": "500"}),
-        ("POST", "/api/retrieve", {"session_ids": [sid]}), ("POST", "/api/scan", {})])))
+        ("POST", "/api/retrieve", {"session_ids": [sid]}), ("POST", "/api/scan", {}),
+        ("GET", "/api/sessions", {"q": QUERY})])))
 
     assert len(cli["search"]["results"]) >= 3 and len(sessions) >= 3 and cli["restore"]["sections"]
     for name, answer in cli.items():
@@ -122,7 +123,8 @@ def test_every_surface_validates_and_agrees(indexed: Settings, tmp_path: Path,
     for name, answer in mcp.items():
         _valid(name, answer["items"] if name == "sessions" else answer)
     for name, answer in web.items():
-        _valid(name, answer["sessions"] if name == "sessions" else answer)
+        _valid("sessions" if name == "searched" else name, answer["sessions"] if name in ("sessions", "searched") else answer)
+    assert web["searched"]["search"]["mode"] == "hybrid" and web["searched"]["sessions"][0]["matches"]
 
     # The same question, the same JSON (the MCP tool pages lists and leaves out what `text` holds;
     # the web adds what its page shows: an age, the context, why a unit was left out).

@@ -101,6 +101,10 @@ class SessionRow(TypedDict):
     models: list[str]
     unpriced_models: NotRequired[list[str]]
     age: NotRequired[str | None]  # the web view's list only: "3 days ago"
+    # the web view's list searched (`GET /api/sessions?q=`): the search's grades of the row
+    score: NotRequired[float]
+    matches: NotRequired[list[SearchMatch]]
+    confidence: NotRequired[Confidence | None]
 
 
 # ----------------------------------------------------------------------- restore and retrieve

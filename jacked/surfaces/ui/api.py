@@ -242,6 +242,7 @@ class UiApi:
         with self.catalog() as cat:
             for r in ui_queries.list_rows(cat, [h["session_id"] for h in hits]):
                 by_id[r["session_id"]] = _list_row(r)
+            with_usage(cat, list(by_id.values()), PriceTable.with_overrides(self.settings.prices))
         rows = []
         for h in hits:
             row = by_id.get(h["session_id"]) or {
