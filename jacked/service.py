@@ -12,11 +12,14 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import Catalog
 from jacked.config import Settings
 from jacked.errors import JackedError
+
+if TYPE_CHECKING:  # the answers' published shapes (jacked.schema, docs/schema.md); never imported at run time
+    from jacked.schema.answers import SearchAnswer, SessionRow, StatusAnswer
 
 Progress = Callable[[str, int, int], None]
 SearchFn = Callable[[str, str], list[str]]
@@ -251,7 +254,7 @@ class Jacked:
         """Delete this user's points and index state; how many points went."""
         return int(self.indexer.cleardb())
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StatusAnswer:
         """What the index and the catalog hold (the `status --json` object; no scan)."""
         from jacked.query.status import status
 
@@ -292,11 +295,11 @@ class Jacked:
         return summarize(self.fresh(), ids, force=force, llm=summarizer)
 
     # ------------------------------------------------------------------ query
-    def search(self, query: str, opts: Any) -> dict[str, Any]:
+    def search(self, query: str, opts: Any) -> SearchAnswer:
         """The `search --json` object for one query (`opts`: a `SearchOptions`)."""
         return self.search_many([query], opts)[0]
 
-    def search_many(self, queries: list[str], opts: Any) -> list[dict[str, Any]]:
+    def search_many(self, queries: list[str], opts: Any) -> list[SearchAnswer]:
         """One answer per query, with one model load and one store open."""
         from jacked.query.search import search_many
 
@@ -373,7 +376,7 @@ class Jacked:
                              margin=self.settings.token_safety_margin)
 
     def sessions(self, repo: str | None = None, limit: int | None = None, offset: int = 0,
-                 since: str | None = None, until: str | None = None) -> list[dict[str, Any]]:
+                 since: str | None = None, until: str | None = None) -> list[SessionRow]:
         """Sessions, newest first (the `sessions --json` rows; `limit` of them from `offset`);
         `since` / `until`: `7d`, `2w`, a date or a date-time (a bare `until` date includes that day)."""
         from jacked.query.history import list_sessions

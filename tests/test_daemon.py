@@ -428,6 +428,50 @@ def test_a_new_build_restarts_the_daemon(homes: tuple[Path, Path, Path]) -> None
         os.utime(init, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
+def test_a_daemon_of_another_protocol_is_replaced_by_the_next_client(homes: tuple[Path, Path, Path]) -> None:
+    """As after `pip install -U` changed the protocol: the daemon still running speaks version 0
+    (its module patched before it starts). It refuses a request of this protocol unread (409); the
+    next client, a command or a `RemoteService` connected before the change, replaces it and is
+    answered by the new one."""
+    from jacked.surfaces.daemon.protocol import PROTOCOL_VERSION
+
+    claude, via_daemon, _ = homes
+    env = env_for(claude, via_daemon, True)
+    older = ("import sys, jacked.surfaces.daemon.protocol as protocol; protocol.PROTOCOL_VERSION = 0; "
+             "from jacked.surfaces.daemon.__main__ import main; sys.exit(main(['run', '--home', sys.argv[1]]))")
+
+    def start_older() -> dict[str, Any]:
+        subprocess.Popen([sys.executable, "-c", older, str(via_daemon)], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        assert wait_until(lambda: (status_of(via_daemon) or {}).get("protocol") == 0, 60)
+        return status_of(via_daemon)  # type: ignore[return-value]
+
+    old = start_older()
+    assert old["build"].split("+")[1].startswith("0.")
+    paths = DaemonPaths(via_daemon)
+    refused = DaemonClient(paths)._request("POST", "/rpc/session_count", {"args": [], "kwargs": {}, "options": {}})
+    assert refused.status == 409
+    refused.close()
+    want = jacked(["sessions", "--json"], env_for(claude, via_daemon, False)).stdout
+    done = jacked(["sessions", "--json"], env)
+    assert done.returncode == 0 and done.stderr == "" and done.stdout == want
+    new = status_of(via_daemon)
+    assert new is not None and new["pid"] != old["pid"] and new["protocol"] == PROTOCOL_VERSION
+    assert daemon_pids(via_daemon) == [new["pid"]]
+
+    # A client that connected before the change: its request is refused, it reconnects and asks again.
+    stop(via_daemon)
+    old = start_older()
+    connected = ("from jacked.surfaces.daemon.client import DaemonClient, RemoteService; "
+                 "from jacked.surfaces.daemon.protocol import DaemonPaths, locate; where = locate(); "
+                 "print(RemoteService(DaemonClient(DaemonPaths(where.home)), where, scan=False).session_count())")
+    done = subprocess.run([sys.executable, "-c", connected], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == str(len(json.loads(want))), done.stderr
+    new = status_of(via_daemon)
+    assert new is not None and new["pid"] != old["pid"] and new["protocol"] == PROTOCOL_VERSION
+    assert daemon_pids(via_daemon) == [new["pid"]]
+
+
 def test_locate_agrees_with_the_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     claude = tmp_path / "c"
     claude.mkdir()

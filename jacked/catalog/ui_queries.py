@@ -15,7 +15,7 @@ from jacked.catalog.stats_queries import session_filter
 # The columns `history.session_summary` reads: the list never loads plans or other big texts.
 LIST_COLUMNS = ("session_id, repo_name, cwd, started_at, ended_at, turn_count, title, first_prompt, git_branch, "
                 "slug, version_first, tool_call_count, tool_error_count, subagent_count, input_tokens, "
-                "output_tokens, lines_skipped, file, source, agent")
+                "output_tokens, lines_skipped, file, source, agent, decision_count, feedback_count")
 
 
 def repo_counts(catalog: Catalog) -> list[tuple[str, int, str | None]]:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import Catalog, forget_queries
 from jacked.config import Settings
@@ -31,6 +31,9 @@ from jacked.index.purge import purge_forgotten
 from jacked.ingest.archive import Archive
 from jacked.util.fs import atomic_write
 from jacked.util.time import parse_since, parse_ts
+
+if TYPE_CHECKING:  # the published shape (docs/schema.md); never imported at run time
+    from jacked.schema.answers import ForgetAnswer
 
 
 @dataclass
@@ -49,7 +52,7 @@ class ForgetReport:
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ForgetAnswer:
         return {"forgotten": self.sessions, "already_forgotten": self.already,
                 "catalog_sessions": self.catalog_sessions, "points_deleted": self.points_deleted,
                 "archive_files_deleted": self.archive_files, "archive_bytes_deleted": self.archive_bytes,

@@ -38,6 +38,7 @@ from jacked.config import Settings
 from jacked.util.time import epoch
 
 if TYPE_CHECKING:  # imported where used: a search needs none of the readers (~60 ms of its start)
+    from jacked.schema.answers import IndexAnswer
     from jacked.index.extract import Document
     from jacked.index.glance import Glance, GlanceReport
     from jacked.ingest.privacy import Privacy
@@ -74,7 +75,7 @@ class IndexReport:
     seconds: float = 0.0
     scan: ScanReport | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> IndexAnswer:
         return {
             "sessions_indexed": self.sessions_indexed, "sessions_unchanged": self.sessions_unchanged,
             "sessions_forgotten": self.scan.sessions_forgotten if self.scan else 0,

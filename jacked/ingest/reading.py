@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import Catalog, FileState, FileStates, dump_state, forget_queries, load_state, scan_state
 from jacked.sources.claude.assemble import assemble, subagent_meta
@@ -27,6 +27,9 @@ from jacked.sources.model import Session
 from jacked.sources.reader import MAX_LINE_BYTES, ReadResult, iter_records
 from jacked.sources.claude.turns import PARSER_VERSION, FileBuilder
 from jacked.util.time import parse_ts
+
+if TYPE_CHECKING:  # the published shape (docs/schema.md); never imported at run time
+    from jacked.schema.answers import ScanAnswer
 
 PROBE_BYTES = 4096
 BATCH_SECONDS = 0.5  # built sessions are written at least this often, several per transaction
@@ -61,7 +64,7 @@ class ScanReport:
     # the other agents' sessions (jacked.ingest.agents): {agent: {root, sessions, scanned, skipped}}
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ScanAnswer:
         return {
             "sessions": self.sessions, "sessions_scanned": self.sessions_scanned,
             "sessions_unchanged": self.sessions_unchanged, "turns": self.turns,

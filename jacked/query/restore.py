@@ -16,13 +16,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import Catalog
 from jacked.errors import JackedError
 from jacked.index.summarize import turn_facts
 from jacked.query.budget import Fitted, capacity, fit, settle
 from jacked.util.tokens import count_tokens
+
+if TYPE_CHECKING:  # the published shape (docs/schema.md); never imported at run time
+    from jacked.schema.answers import BriefAnswer
 
 DEFAULT_MAX_TOKENS = 4000
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -62,7 +65,7 @@ class Brief:
     def text(self) -> str:
         return "\n\n".join(i.text for i in sorted(self.items, key=lambda i: i.order))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> BriefAnswer:
         return {"session_id": self.session_id, "budget": self.budget, "used": self.used,
                 "remaining": self.budget - self.used,
                 "sections": [{"key": i.key, "tokens": i.tokens, "text": i.text}

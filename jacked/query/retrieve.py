@@ -31,9 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import Catalog, retrieve_queries
 from jacked.errors import JackedError
@@ -47,6 +45,9 @@ from jacked.query.usage import session_usage
 from jacked.util.time import now_utc, relative_age
 from jacked.util.text import counted
 from jacked.util.tokens import count_tokens
+
+if TYPE_CHECKING:  # the published shape (docs/schema.md); never imported at run time
+    from jacked.schema.answers import RetrieveAnswer
 
 __all__ = ["MODES", "RetrieveError", "Item", "RetrieveResult", "build_items", "retrieve"]
 
@@ -117,7 +118,7 @@ class RetrieveResult:
     dropped_sessions: list[str] = field(default_factory=list)
     omitted: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_json(self, dry_run: bool = False) -> dict[str, Any]:
+    def to_json(self, dry_run: bool = False) -> RetrieveAnswer:
         sessions = self.sessions
         if dry_run:  # what would go in, without the texts
             sessions = [{**s, "sections": [{k: v for k, v in sec.items() if k != "text"} | {
@@ -493,10 +494,6 @@ def _render_counted(mode: str, budget: int, margin: float, sessions: list[Sessio
     # `new_used` is the exact count of `text`; never report less than the sections themselves hold.
     floor = sum(it.tokens for items in chosen.values() for it in items)
     return text, max(new_used, floor), sess_tokens
-
-
-def to_json_bytes(result: RetrieveResult, dry_run: bool = False) -> bytes:
-    return orjson.dumps(result.to_json(dry_run), option=orjson.OPT_INDENT_2)
 
 
 # --------------------------------------------------------------------------- recall

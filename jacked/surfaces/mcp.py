@@ -26,6 +26,7 @@ from typing import Annotated, Any, Optional
 import orjson
 from pydantic import BaseModel, Field, ValidationError
 
+from jacked import schema
 from jacked.catalog import Catalog
 from jacked.config import Settings
 from jacked.errors import JackedError
@@ -90,7 +91,14 @@ def tool_arguments(tool: str, model: type[BaseModel], given: dict[str, Any]) -> 
 
 
 def dumps(obj: Any) -> str:
-    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+    """An answer as JSON text, in the form every surface gives it (`jacked.schema`)."""
+    return schema.dumps(obj).decode()
+
+
+def _without_texts(sections: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sections with their own texts left out: the answer's `text` holds them all, joined (both
+    would send the context twice)."""
+    return [{k: v for k, v in sec.items() if k != "text"} for sec in sections]
 
 
 def bounded(obj: dict[str, Any], max_tokens: int = MAX_RESULT_TOKENS) -> str:
@@ -144,13 +152,15 @@ def page(items: list[Any], offset: int, limit: int, max_tokens: int = MAX_RESULT
 
 
 def retrieve_answer(result: Any, max_tokens: int = MAX_RESULT_TOKENS) -> str:
-    """A retrieve result as JSON with its whole context; the list of omitted units is shortened to
-    the longest run from its start that fits (`omitted_total` keeps their number)."""
+    """A retrieve result as `jacked retrieve --json` gives it, with the whole context as `text`
+    (its sections without their texts); the list of omitted units is shortened to the longest run
+    from its start that fits (`omitted_total` keeps their number)."""
+    whole = schema.to_json(result)
+    sessions = [{**s, "sections": _without_texts(s["sections"])} for s in whole["sessions"]]
 
     def answer(omitted: list[Any]) -> dict[str, Any]:
-        return {"mode": result.mode, "budget": result.budget, "used": result.used,
-                "dropped_sessions": result.dropped_sessions, "omitted": omitted,
-                "omitted_total": len(result.omitted), "context": result.text}
+        return {**whole, "sessions": sessions, "omitted": omitted, "omitted_total": len(result.omitted),
+                "text": result.text}
 
     kept, _ = _fit_json(list(result.omitted), max_tokens, count_tokens(dumps(answer([]))), answer)
     return dumps(answer(kept))
@@ -284,9 +294,8 @@ class JackedService:
     def restore(self, session_id: str, max_tokens: int = 4000) -> str:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1 (given {max_tokens})")
-        brief = self.jacked.restore(session_id, min(max_tokens, MAX_RESULT_TOKENS - 1000))
-        return dumps({"session_id": brief.session_id, "budget": brief.budget, "used": brief.used,
-                      "omitted": brief.omitted, "brief": brief.text})
+        brief = schema.to_json(self.jacked.restore(session_id, min(max_tokens, MAX_RESULT_TOKENS - 1000)))
+        return dumps({**brief, "sections": _without_texts(brief["sections"])})
 
 
 def build_server(settings: Settings, scan: bool = True,

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import typer
 
 from jacked.errors import JackedError
+from jacked.schema import dumps
 
 if TYPE_CHECKING:  # the service and the settings are imported by the commands that need them, not at start-up
     from jacked.config import Settings
@@ -40,8 +40,9 @@ def settings() -> Settings:
 
 
 def print_json(obj: Any) -> None:
-    """JSON on stdout and nothing else (the `--json` contract)."""
-    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    """A service answer as JSON on stdout and nothing else (the `--json` contract; its form is
+    `jacked.schema`'s, as on every surface)."""
+    sys.stdout.write(dumps(obj, indent=True).decode() + "\n")
 
 
 def print_json_list(items: Iterable[Any]) -> None:
@@ -49,14 +50,14 @@ def print_json_list(items: Iterable[Any]) -> None:
     held whole."""
     opened = False
     for item in items:
-        body = orjson.dumps(item, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+        body = dumps(item, indent=True).decode()
         sys.stdout.write(("[\n  " if not opened else ",\n  ") + body.replace("\n", "\n  "))
         opened = True
     sys.stdout.write("\n]\n" if opened else "[]\n")
 
 
 def print_jsonl(obj: Any) -> None:
-    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    sys.stdout.write(dumps(obj).decode() + "\n")
 
 
 def stdout_console() -> Console:

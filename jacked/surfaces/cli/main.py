@@ -30,6 +30,7 @@ from jacked.surfaces.cli import archive as archive_cli
 from jacked.surfaces.cli import forget as forget_cli
 from jacked.surfaces.cli import mcp_cmd as mcp_cli
 from jacked.surfaces.cli import restore as restore_cli
+from jacked.surfaces.cli import schema_cmd as schema_cli
 from jacked.surfaces.cli import stats as stats_cli
 from jacked.surfaces.cli import summarize as summarize_cli
 from jacked.surfaces.cli import timeline as timeline_cli
@@ -99,6 +100,7 @@ archive_cli.register(app)
 forget_cli.register(app)
 ui_cli.register(app)
 daemon_cli.register(app)
+schema_cli.register(app)
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:

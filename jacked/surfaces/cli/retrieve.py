@@ -21,14 +21,15 @@ def retrieve_cmd(
     no_git: bool = typer.Option(False, "--no-git", help="Skip the git check of files changed since the session."),
 ) -> None:
     """Load past sessions' context into a token budget, ready to inject into a new session."""
-    from jacked.query.retrieve import MODES, to_json_bytes
+    from jacked.query.retrieve import MODES
+    from jacked.schema import dumps
 
     mode = (mode or "smart").strip().lower()
     if mode not in MODES:
         raise CliError(f"unknown --mode {mode!r}: use one of {', '.join(MODES)}")
     result = service().retrieve(session_ids, mode=mode, budget=max_tokens, check_git=not no_git)
     if json_out:
-        data = to_json_bytes(result, dry_run).decode() + "\n"
+        data = dumps(result.to_json(dry_run), indent=True).decode() + "\n"
     elif dry_run:
         data = _dry_run_text(result)
     else:

@@ -56,6 +56,11 @@ class DaemonCrashed(JackedError):
     """The daemon failed on a request in a way that is jacked's bug, not the user's."""
 
 
+class OtherProtocol(DaemonUnavailable):
+    """The daemon speaks another `PROTOCOL_VERSION` (jacked was upgraded while it ran): it refused
+    the request unread."""
+
+
 class _Answer:
     """An HTTP/1.0 answer read off the socket: the daemon closes the connection at its end, so the
     body is everything after the headers (no chunking to undo). `http.client` is not used: importing
@@ -178,6 +183,9 @@ class DaemonClient:
         except OSError as e:
             raise DaemonUnavailable(f"cannot reach the daemon at {self.paths.socket}: {e}") from e
         lines = _lines(resp)
+        if resp.status == 409:
+            resp.close()
+            raise OtherProtocol(f"the daemon at {self.paths.socket} speaks another protocol than {PROTOCOL_VERSION}")
         if resp.status != 200:
             resp.close()
             raise DaemonCrashed(f"the daemon answered {resp.status} to {method}")
@@ -283,7 +291,13 @@ class RemoteService:
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         progress = kwargs.pop("progress", None)
         options = {"scan": self.scan_enabled, "progress": progress is not None}
-        return self.client.call(method, args, kwargs, options, self.warn, progress, method in self.STREAMS)
+        try:
+            return self.client.call(method, args, kwargs, options, self.warn, progress, method in self.STREAMS)
+        except OtherProtocol:
+            # Replaced since this client connected (an upgrade): `connect` restarts it as this
+            # client's build, and the request, refused unread, is sent again.
+            self.client = connect(self.where)
+            return self.client.call(method, args, kwargs, options, self.warn, progress, method in self.STREAMS)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -375,7 +389,8 @@ def enqueue_index(where: Where, target: str) -> None:
 
 
 def _matches(status: dict[str, Any], where: Where) -> bool:
-    return status.get("build") == build_id() and status.get("settings") == where.fingerprint
+    return (status.get("protocol") == PROTOCOL_VERSION and status.get("build") == build_id()
+            and status.get("settings") == where.fingerprint)
 
 
 def _idle(status: dict[str, Any]) -> bool:

@@ -37,7 +37,6 @@ from jacked.util.time import TimeParseError, now_utc, parse_since, parse_ts, rel
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
 MAX_SESSIONS_IN_RETRIEVE = 50
-FIRST_PROMPT_CHARS = 300
 _SESSION_REF = re.compile(r"[\w.-]{1,200}")  # an id or a prefix of one: no path, no `~`, not too long
 
 
@@ -243,6 +242,7 @@ class UiApi:
         with self.catalog() as cat:
             for r in ui_queries.list_rows(cat, [h["session_id"] for h in hits]):
                 by_id[r["session_id"]] = _list_row(r)
+            with_usage(cat, list(by_id.values()), PriceTable.with_overrides(self.settings.prices))
         rows = []
         for h in hits:
             row = by_id.get(h["session_id"]) or {
@@ -374,11 +374,8 @@ class UiApi:
 
 # --------------------------------------------------------------------------- adapters
 def _list_row(row: dict[str, Any], now: Any = None) -> dict[str, Any]:
-    """A list row: the `sessions --json` fields, the first prompt in brief, the age."""
+    """A list row: the `sessions --json` fields (the first prompt in brief, as there) and the age."""
     out = session_summary(row)
-    fp = out.get("first_prompt")
-    if fp and len(fp) > FIRST_PROMPT_CHARS:
-        out["first_prompt"] = fp[:FIRST_PROMPT_CHARS - 1] + "…"
     out["age"] = relative_age(row.get("ended_at") or row.get("started_at"), now)
     return out
 

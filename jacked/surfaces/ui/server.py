@@ -56,6 +56,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from jacked.config import Settings
 from jacked.errors import JackedError
+from jacked.schema import dumps
 from jacked.surfaces.ui.api import ApiError, UiApi
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -121,7 +122,7 @@ def load_static() -> dict[str, tuple[bytes, str]]:
 
 
 def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS), status_code=status,
+    return Response(dumps(obj), status_code=status,
                     media_type="application/json", headers=headers)
 
 
