@@ -263,9 +263,21 @@ def evaluate(out: Path) -> dict[str, Any]:
     return dict(per)
 
 
+def _as_typed(line: str) -> str:
+    """A Claude slash-command line as the user typed it ("/name args"): the generated truth keeps
+    the markup Claude Code writes, jacked shows what was typed."""
+    name = re.search(r"<command-name>(.*?)</command-name>", line, re.S)
+    if name is None:
+        return line
+    args = re.search(r"<command-args>(.*?)</command-args>", line, re.S)
+    command = "/" + name.group(1).strip().lstrip("/")
+    return f"{command} {args.group(1).strip()}".strip() if args else command
+
+
 def _same_prompt(want: str, seen: str, secrets: list[str]) -> bool:
     """The prompt as typed, but for planted secrets: where one stood, jacked shows a redaction mark
     (maybe with part of it, e.g. a URL around its password) — the one difference allowed."""
+    want = _as_typed(want)
     if want == seen:
         return True
     pattern, rest = "", want
