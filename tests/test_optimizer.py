@@ -7,6 +7,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_daemon import homes, indexed  # noqa: F401 - shared fixtures
 
 from jacked.index.embed import SparseVector
 from jacked.index.store.base import Point
@@ -67,6 +69,13 @@ def _wait(check: Any, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.02)
     return bool(check())
+
+
+def _maps(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return ""
 
 
 def _nearest_is_itself(st: EdgeStore, point: Point) -> bool:
@@ -181,3 +190,117 @@ def test_the_segment_size_is_the_setting(tmp_path: Path) -> None:
         bigger.close()
     config = json.loads((st.shard_path / "edge_config.json").read_text())
     assert config["optimizers"]["max_segment_size"] == 64 * 1024
+
+
+# ------------------------------------------------------------------------------ in the daemon
+SECOND_LATE = "71c9afe9-d9cc-4583-86b3-e62ba682b83a"
+
+
+@pytest.fixture()
+def daemon_home(homes: tuple[Path, Path, Path]) -> Iterator[tuple[Path, Path, Path]]:
+    """`homes` (test_daemon) with an optimisation owed: the daemon's first write runs it."""
+    claude, via_daemon, in_process = homes
+    (via_daemon / "index" / "index.upkeep.json").write_text(json.dumps({"reoptimize": True}))
+    yield claude, via_daemon, in_process
+
+
+def _hook(session: Path) -> str:
+    return json.dumps({"session_id": session.stem, "transcript_path": str(session), "hook_event_name": "Stop"})
+
+
+def _optimizer_of(home: Path, timeout: float = 120.0) -> int:
+    """The pid of the daemon's optimiser child, as `daemon status` shows it, once it runs."""
+    from test_daemon import status_of
+
+    found: list[int] = []
+
+    def check() -> bool:
+        optimizing = ((status_of(home) or {}).get("index") or {}).get("optimizing")
+        if optimizing:
+            found.append(int(optimizing["pid"]))
+        return bool(found)
+
+    assert _wait(check, timeout), "no optimisation seen"
+    return found[0]
+
+
+def test_the_daemon_answers_and_keeps_hooks_while_it_optimises(daemon_home: tuple[Path, Path, Path]) -> None:
+    from test_daemon import JACKED, _copy_session, env_for, jacked, status_of
+
+    claude, via_daemon, _ = daemon_home
+    late, second = _copy_session(claude, "29ccd257"), _copy_session(claude, SECOND_LATE)
+    env = env_for(claude, via_daemon, True)
+    assert jacked(["index", "--hook"], env, stdin=_hook(late)).returncode == 0  # starts the daemon: it optimises
+    child = _optimizer_of(via_daemon)
+    os.kill(child, signal.SIGSTOP)  # hold the optimisation where it is, however fast this machine is
+    try:
+        for _ in range(5):
+            t0 = time.monotonic()
+            status = status_of(via_daemon)
+            assert status is not None and time.monotonic() - t0 < 1.0
+            assert status["index"]["optimizing"]["pid"] == child and status["job"]["method"] == "index"
+        shown = jacked(["daemon", "status"], env)
+        assert "optimising the index for" in shown.stdout and f"(pid {child})" in shown.stdout
+        t0 = time.monotonic()
+        hooked = jacked(["index", "--hook"], env, stdin=_hook(second))
+        assert hooked.returncode == 0 and hooked.stderr == "" and time.monotonic() - t0 < 10
+        assert status_of(via_daemon)["queued_writes"] >= 1  # type: ignore[index]
+        search = subprocess.Popen([str(JACKED), "search", "sound recorder", "--json"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        assert search.poll() is None  # it waits for the index ...
+    finally:
+        os.kill(child, signal.SIGCONT)
+    out, err = search.communicate(timeout=300)
+    assert search.returncode == 0 and "the index is being optimised" in err  # ... and says why
+    assert _wait(lambda: (status_of(via_daemon) or {}).get("queued_writes") == 0
+                 and not (status_of(via_daemon) or {}).get("job"), 300)
+    sessions = jacked(["sessions", "--json"], env).stdout
+    assert late.stem in sessions and second.stem in sessions
+    assert not _alive(child)
+    assert json.loads((via_daemon / "index" / "index.upkeep.json").read_text()).get("reoptimize") is None
+
+
+def test_a_killed_optimiser_costs_the_daemon_nothing(daemon_home: tuple[Path, Path, Path]) -> None:
+    from test_daemon import _copy_session, env_for, jacked, status_of
+
+    claude, via_daemon, in_process = daemon_home
+    late = _copy_session(claude, "29ccd257")
+    env = env_for(claude, via_daemon, True)
+    assert jacked(["index", "--hook"], env, stdin=_hook(late)).returncode == 0
+    pid = status_of(via_daemon)["pid"]  # type: ignore[index]
+    child = _optimizer_of(via_daemon)
+    os.kill(child, signal.SIGKILL)
+    assert _wait(lambda: (status_of(via_daemon) or {}).get("queued_writes") == 0
+                 and not (status_of(via_daemon) or {}).get("job"), 300)
+    assert status_of(via_daemon)["pid"] == pid  # type: ignore[index]
+    local = env_for(claude, in_process, False)
+    assert jacked(["index", str(late)], local).returncode == 0
+    for args in (["sessions", "--json"], ["search", "sound recorder", "--json"]):
+        assert jacked(args, env).stdout.replace(str(via_daemon), "HOME") == \
+            jacked(args, local).stdout.replace(str(in_process), "HOME"), args
+
+
+def test_no_optimiser_outlives_the_daemon(daemon_home: tuple[Path, Path, Path]) -> None:
+    from test_daemon import _copy_session, daemon_pids, env_for, jacked, status_of
+
+    claude, via_daemon, _ = daemon_home
+    late = _copy_session(claude, "29ccd257")
+    env = env_for(claude, via_daemon, True)
+    assert jacked(["index", "--hook"], env, stdin=_hook(late)).returncode == 0
+    pid = status_of(via_daemon)["pid"]  # type: ignore[index]
+    child = _optimizer_of(via_daemon)
+    # once it has loaded Qdrant it has asked to die with its parent (before that, it checks the
+    # parent is still there): stopped there, only that request can end it
+    assert _wait(lambda: "qdrant_edge" in _maps(child), 60)
+    os.kill(child, signal.SIGSTOP)
+    os.kill(pid, signal.SIGKILL)
+    assert _wait(lambda: not daemon_pids(via_daemon) and not _alive(child), 30)
+    # the next daemon still owes the optimisation: its next write runs it, and a SIGTERM stops it
+    # at once, optimiser and all
+    second = _copy_session(claude, SECOND_LATE)
+    assert jacked(["index", "--hook"], env, stdin=_hook(second)).returncode == 0
+    child = _optimizer_of(via_daemon)
+    os.kill(child, signal.SIGSTOP)
+    os.kill(status_of(via_daemon)["pid"], signal.SIGTERM)  # type: ignore[index]
+    assert _wait(lambda: not daemon_pids(via_daemon) and not _alive(child), 30)
