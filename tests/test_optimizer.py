@@ -88,12 +88,14 @@ def test_the_child_optimises_while_this_process_keeps_running(store: EdgeStore, 
     gaps: list[float] = []
     done = threading.Event()
 
-    def tick() -> None:  # what the daemon's other threads do meanwhile: run Python
+    def tick() -> None:  # what the daemon's other threads do while the child runs: run Python
         last = time.perf_counter()
         while not done.is_set():
+            running = store.optimizing
             time.sleep(0.01)
             now = time.perf_counter()
-            gaps.append(now - last)
+            if running and store.optimizing:
+                gaps.append(now - last)
             last = now
 
     ticker = threading.Thread(target=tick)
@@ -110,7 +112,7 @@ def test_the_child_optimises_while_this_process_keeps_running(store: EdgeStore, 
     assert seen and seen[0] is not None and seen[0]["pid"] != os.getpid()
     assert not _alive(seen[0]["pid"]) and store.optimizing is None
     assert _indexed(store) == 2 * POINTS  # the child built the graph the shard now has
-    assert max(gaps) < 1.0, max(gaps)
+    assert len(gaps) > 10 and max(gaps) < 1.0, max(gaps)
     assert store.count() == POINTS and _nearest_is_itself(store, points[7])
     assert not store.upkeep_due()
 

@@ -21,7 +21,8 @@ The daemon (`jacked.surfaces.daemon`) opens the shard once and keeps it for its 
 ``JACKED_DAEMON=off`` each process opens and closes it around its work, waiting on the lock. Segment
 optimisation (HNSW build, vacuum) is *not* run on close: it costs minutes on large indexes
 (~160 s for 100k 384-d points on 2 cores) and filtered queries are fast without it; the
-indexer may call :meth:`EdgeStore.optimize` after a large backfill.
+indexer may call :meth:`EdgeStore.optimize` after a large backfill. The daemon's store runs it in
+a child process (`optimize_in_child`, `jacked.index.store.optimizer`) so that it goes on answering.
 """
 from __future__ import annotations
 
@@ -86,8 +87,9 @@ _UPKEEP = "index.upkeep.json"
 #: the appendable segment — whose indexes live in RAM and whose pages a writer keeps mapped —
 #: into memory-mapped, indexed segments, so neither grows with the corpus.
 OPTIMIZE_EVERY = 20_000
-#: Largest segment the optimizers build, in KB of dense vectors (~85k points of 384 dims): an
-#: HNSW build or a merge reads at most this much at once, however large the index grows. Every
+#: Largest segment the optimizers build by default (the `max_segment_mb` setting), in KB of dense
+#: vectors (~85k points of 384 dims): a merge reads at most this much at once, however large the
+#: index grows. Every
 #: segment costs each load its flag files (15 of 1 MB) and each query one
 #: more graph walk: with 32 MB, 11 segments at 10,000 sessions and a cold search mapping up to
 #: 320 MB at 3,000; with this, 4 at 3,000 sessions and 255 MB, the backfill no slower.

@@ -1,5 +1,5 @@
-"""The segment optimisation of an Edge shard in a process of its own (``python -m
-jacked.index.store.optimizer``), for the process that keeps the shard open (the daemon).
+"""The segment optimisation of an Edge shard in a process of its own (the child program is
+`jacked.index.store.optimizer_main`), for the process that keeps the shard open (the daemon).
 
 Qdrant Edge's ``optimize()`` keeps the interpreter lock for its whole run (tens of seconds to
 minutes on a large index), so a process running it answers nothing meanwhile. The shard allows
@@ -14,19 +14,13 @@ for it with the lock released, and loads the shard again:
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import resource
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,7 @@ def optimize_in_child(shard_path: Path, dims: int, segments: int, max_segment_kb
     package_root = str(Path(__file__).resolve().parents[3])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "jacked.index.store.optimizer", str(shard_path), "--dims", str(dims),
+    command = [sys.executable, "-m", "jacked.index.store.optimizer_main", str(shard_path), "--dims", str(dims),
                "--segments", str(segments), "--max-segment-kb", str(max_segment_kb), "--parent", str(os.getpid())]
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=env, close_fds=True)
@@ -64,48 +58,3 @@ def optimize_in_child(shard_path: Path, dims: int, segments: int, max_segment_kb
                             peak_rss_mb=report.get("peak_rss_mb"))
     except (ValueError, IndexError, KeyError, TypeError) as e:
         return OptimizerRun(ok=False, error=f"optimiser said nothing readable ({e})")
-
-
-def _die_with_parent(parent: int) -> None:
-    """Be killed when the thread that started this process ends (Linux), and stop now if it is
-    gone already (its death came before the request)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:
-        raise SystemExit(3)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jacked.index.store.optimizer", description=__doc__)
-    parser.add_argument("shard", type=Path)
-    parser.add_argument("--dims", type=int, required=True)
-    parser.add_argument("--segments", type=int, required=True)
-    parser.add_argument("--max-segment-kb", type=int, required=True)
-    parser.add_argument("--parent", type=int, required=True)
-    args = parser.parse_args(argv)
-    _die_with_parent(args.parent)
-
-    import qdrant_edge as qe
-
-    from jacked.index.store.edge import _edge_config, load_shard
-
-    t0 = time.perf_counter()
-    shard = load_shard(args.shard, _edge_config(qe, args.dims, args.segments, max_segment_kb=args.max_segment_kb))
-    try:
-        optimized = bool(shard.optimize())
-        shard.flush()
-    finally:
-        shard.close()
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KB on Linux
-    print(json.dumps({"optimized": optimized, "seconds": round(time.perf_counter() - t0, 3),
-                      "peak_rss_mb": round(peak_kb / 1024, 1)}))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
