@@ -226,14 +226,30 @@ def _optimizer_of(home: Path, timeout: float = 120.0) -> int:
     return found[0]
 
 
+def _optimising_daemon(claude: Path, home: Path) -> tuple[dict[str, str], Path, int, int]:
+    """A hook's write to a daemon of `home` that owes an optimisation: (its env, the session, the
+    daemon's pid, its optimiser child's pid)."""
+    from test_daemon import _copy_session, env_for, jacked, status_of
+
+    late = _copy_session(claude, "29ccd257")
+    env = env_for(claude, home, True)
+    assert jacked(["index", "--hook"], env, stdin=_hook(late)).returncode == 0  # starts the daemon: it optimises
+    return env, late, status_of(home)["pid"], _optimizer_of(home)  # type: ignore[index]
+
+
+def _idle(home: Path) -> bool:
+    from test_daemon import status_of
+
+    status = status_of(home) or {}
+    return status.get("queued_writes") == 0 and not status.get("job")
+
+
 def test_the_daemon_answers_and_keeps_hooks_while_it_optimises(daemon_home: tuple[Path, Path, Path]) -> None:
-    from test_daemon import JACKED, _copy_session, env_for, jacked, status_of
+    from test_daemon import JACKED, _copy_session, jacked, status_of
 
     claude, via_daemon, _ = daemon_home
-    late, second = _copy_session(claude, "29ccd257"), _copy_session(claude, SECOND_LATE)
-    env = env_for(claude, via_daemon, True)
-    assert jacked(["index", "--hook"], env, stdin=_hook(late)).returncode == 0  # starts the daemon: it optimises
-    child = _optimizer_of(via_daemon)
+    env, late, _, child = _optimising_daemon(claude, via_daemon)
+    second = _copy_session(claude, SECOND_LATE)
     os.kill(child, signal.SIGSTOP)  # hold the optimisation where it is, however fast this machine is
     try:
         for _ in range(5):
@@ -255,8 +271,7 @@ def test_the_daemon_answers_and_keeps_hooks_while_it_optimises(daemon_home: tupl
         os.kill(child, signal.SIGCONT)
     out, err = search.communicate(timeout=300)
     assert search.returncode == 0 and "the index is being optimised" in err  # ... and says why
-    assert _wait(lambda: (status_of(via_daemon) or {}).get("queued_writes") == 0
-                 and not (status_of(via_daemon) or {}).get("job"), 300)
+    assert _wait(lambda: _idle(via_daemon), 300)
     sessions = jacked(["sessions", "--json"], env).stdout
     assert late.stem in sessions and second.stem in sessions
     assert not _alive(child)
@@ -264,17 +279,12 @@ def test_the_daemon_answers_and_keeps_hooks_while_it_optimises(daemon_home: tupl
 
 
 def test_a_killed_optimiser_costs_the_daemon_nothing(daemon_home: tuple[Path, Path, Path]) -> None:
-    from test_daemon import _copy_session, env_for, jacked, status_of
+    from test_daemon import env_for, jacked, status_of
 
     claude, via_daemon, in_process = daemon_home
-    late = _copy_session(claude, "29ccd257")
-    env = env_for(claude, via_daemon, True)
-    assert jacked(["index", "--hook"], env, stdin=_hook(late)).returncode == 0
-    pid = status_of(via_daemon)["pid"]  # type: ignore[index]
-    child = _optimizer_of(via_daemon)
+    env, late, pid, child = _optimising_daemon(claude, via_daemon)
     os.kill(child, signal.SIGKILL)
-    assert _wait(lambda: (status_of(via_daemon) or {}).get("queued_writes") == 0
-                 and not (status_of(via_daemon) or {}).get("job"), 300)
+    assert _wait(lambda: _idle(via_daemon), 300)
     assert status_of(via_daemon)["pid"] == pid  # type: ignore[index]
     local = env_for(claude, in_process, False)
     assert jacked(["index", str(late)], local).returncode == 0
@@ -284,14 +294,10 @@ def test_a_killed_optimiser_costs_the_daemon_nothing(daemon_home: tuple[Path, Pa
 
 
 def test_no_optimiser_outlives_the_daemon(daemon_home: tuple[Path, Path, Path]) -> None:
-    from test_daemon import _copy_session, daemon_pids, env_for, jacked, status_of
+    from test_daemon import _copy_session, daemon_pids, jacked, status_of
 
     claude, via_daemon, _ = daemon_home
-    late = _copy_session(claude, "29ccd257")
-    env = env_for(claude, via_daemon, True)
-    assert jacked(["index", "--hook"], env, stdin=_hook(late)).returncode == 0
-    pid = status_of(via_daemon)["pid"]  # type: ignore[index]
-    child = _optimizer_of(via_daemon)
+    env, _, pid, child = _optimising_daemon(claude, via_daemon)
     # once it has loaded Qdrant it has asked to die with its parent (before that, it checks the
     # parent is still there): stopped there, only that request can end it
     assert _wait(lambda: "qdrant_edge" in _maps(child), 60)
