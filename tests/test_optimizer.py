@@ -210,7 +210,7 @@ def _hook(session: Path) -> str:
     return json.dumps({"session_id": session.stem, "transcript_path": str(session), "hook_event_name": "Stop"})
 
 
-def _optimizer_of(home: Path, timeout: float = 120.0) -> int:
+def _optimizer_of(home: Path, timeout: float = 300.0) -> int:
     """The pid of the daemon's optimiser child, as `daemon status` shows it, once it runs."""
     from test_daemon import status_of
 
