@@ -396,6 +396,9 @@ class Settings(BaseSettings):
     exclude: NameList = []
     # The daemon (jacked.surfaces.daemon) exits after this long without a request.
     daemon_idle_minutes: Finite = Field(30.0, gt=0)
+    # Largest index segment the optimiser builds (jacked.index.store.edge.MAX_SEGMENT_KB): bounds its
+    # memory; smaller segments cost searches more graph walks (docs/performance.md).
+    max_segment_mb: int = Field(128, ge=8, le=4096)
     # Model prices over the shipped table (jacked.query.prices): checked when costs are asked for.
     prices: PriceOverrides = {}
 

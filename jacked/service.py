@@ -69,6 +69,23 @@ class Jacked:
             self._catalog.close()
             self._catalog = self._indexer = None
 
+    @property
+    def optimizing(self) -> dict[str, Any] | None:
+        """The kept index's optimisation running now in a child process ({"pid", "started"}), else
+        None. Safe from any thread."""
+        return getattr(self._kept_store(), "optimizing", None)
+
+    def stop_optimizing(self) -> None:
+        """Kill the kept index's optimiser child, if any, and start no other (the daemon is
+        stopping: the index stays as it was, optimised later). Safe from any thread."""
+        store = self._kept_store()
+        if hasattr(store, "stop_optimizer"):
+            store.stop_optimizer()
+
+    def _kept_store(self) -> Any:
+        indexer = self._indexer
+        return indexer.kept_store if indexer is not None else None
+
     def _close_index(self) -> None:
         """Close the kept index, if open: before work that opens the index on its own."""
         if self._indexer is not None:

@@ -197,38 +197,18 @@ def bench_search(claude_dir: Path, repeat: int, points: int = 100_000) -> dict[s
 
     work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
     rng = random.Random(7)
-    words = ("cache parser token index query session plan agent error build deploy test schema "
-             "migration latency memory thread socket retry backoff config docker kernel branch").split()
     try:
         dense = get_dense_embedder(cache_dir=work / "models")
         sparse = SparseEmbedder()
-        dims = dense.dims
-        store = EdgeStore(work / "index").open(dense.model_name, dims)
-        types = ["user_message", "assistant_response", "plan", "subagent_summary", "chunk"]
+        store = EdgeStore(work / "index").open(dense.model_name, dense.dims)
+        types = _SYNTHETIC_TYPES
         t = time.perf_counter()
-        batch: list[Point] = []
-        for i in range(points):
-            text = " ".join(rng.choice(words) for _ in range(30)) + f" item{i}"
-            ctype = types[i % len(types)]
-            vec = [rng.gauss(0, 1) for _ in range(dims)] if ctype != "chunk" else None
-            if vec:
-                norm = sum(x * x for x in vec) ** 0.5
-                vec = [x / norm for x in vec]
-            sid = f"{i // 40:08d}-0000-4000-8000-000000000000"
-            batch.append(Point(id=f"{i:08d}-1111-4111-8111-111111111111", dense=vec, sparse=None, payload={
-                "session_id": sid, "content_type": ctype, "text": text, "user_name": f"user{i % 3}",
-                "repo_name": f"repo{i % 20}", "ts": 1.7e9 + i, "timestamp": "2026-01-01T00:00:00Z",
-                "content_hash": f"h{i}"}))
-            if len(batch) == 2000:
-                for p, sv in zip(batch, sparse.embed_documents([p.payload["text"] for p in batch])):
-                    p.sparse = sv
-                store.upsert(batch)
-                batch = []
+        _fill_synthetic(store, sparse, dense.dims, points, rng)
         t_fill = time.perf_counter() - t
         t = time.perf_counter()
         store.optimize()  # as `jacked backfill` does after writing this many points
         t_optimize = time.perf_counter() - t
-        queries = [" ".join(rng.choice(words) for _ in range(4)) for _ in range(60)]
+        queries = [" ".join(rng.choice(_SYNTHETIC_WORDS) for _ in range(4)) for _ in range(60)]
         settings = _settings(claude_dir, work / "home")
         # The catalog rows a backfill writes beside the points: search reads a point's session from them.
         from jacked.catalog import Catalog
@@ -267,6 +247,115 @@ def bench_search(claude_dir: Path, repeat: int, points: int = 100_000) -> dict[s
     print(f"  bare two-leg store query (what search asks) p50: {statistics.median(legs) * 1000:6.1f} ms")
     print(f"  jacked search p50 (embed + query + rank): {p50:6.1f} ms (goal <= 30), ratio to bare {p50 / b50:.1f}")
     return {"search_p50_ms": p50}
+
+
+_SYNTHETIC_WORDS = ("cache parser token index query session plan agent error build deploy test schema "
+                    "migration latency memory thread socket retry backoff config docker kernel branch").split()
+_SYNTHETIC_TYPES = ["user_message", "assistant_response", "plan", "subagent_summary", "chunk"]
+
+
+def _fill_synthetic(store: object, sparse: object, dims: int, points: int, rng: object) -> None:
+    """Write `points` synthetic points (random unit dense vectors, BM25 of random words) into `store`."""
+    from jacked.index.store import Point
+
+    batch: list[Point] = []
+    for i in range(points):
+        text = " ".join(rng.choice(_SYNTHETIC_WORDS) for _ in range(30)) + f" item{i}"  # type: ignore[attr-defined]
+        ctype = _SYNTHETIC_TYPES[i % len(_SYNTHETIC_TYPES)]
+        vec = [rng.gauss(0, 1) for _ in range(dims)] if ctype != "chunk" else None  # type: ignore[attr-defined]
+        if vec:
+            norm = sum(x * x for x in vec) ** 0.5
+            vec = [x / norm for x in vec]
+        sid = f"{i // 40:08d}-0000-4000-8000-000000000000"
+        batch.append(Point(id=f"{i:08d}-1111-4111-8111-111111111111", dense=vec, sparse=None, payload={
+            "session_id": sid, "content_type": ctype, "text": text, "user_name": f"user{i % 3}",
+            "repo_name": f"repo{i % 20}", "ts": 1.7e9 + i, "timestamp": "2026-01-01T00:00:00Z",
+            "content_hash": f"h{i}"}))
+        if len(batch) == 2000 or i == points - 1:
+            for p, sv in zip(batch, sparse.embed_documents([p.payload["text"] for p in batch])):  # type: ignore[attr-defined]
+                p.sparse = sv
+            store.upsert(batch)  # type: ignore[attr-defined]
+            batch = []
+
+
+def bench_segments(claude_dir: Path, repeat: int) -> dict[str, float]:
+    """The optimiser's segment size (`max_segment_mb`) against its memory and the search it leaves:
+    per size, a synthetic shard written in 6 rounds, each optimised by the daemon's optimiser child;
+    the children's peak anonymous memory and this process's (the daemon's part: it only waits)
+    sampled every 20 ms; then the two-leg store query a search asks, p50 over 60 queries."""
+    import os
+    import random
+
+    from jacked.index.embed import SparseEmbedder, get_dense_embedder
+    from jacked.index.store.edge import EdgeStore
+    from jacked.query.search import CANDIDATES
+
+    points = int(OPTS["points"])  # type: ignore[arg-type]
+    rounds = 6
+    sizes = [int(x) for x in str(OPTS["segment_mb"]).split(",") if x.strip()]
+    work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
+    rng = random.Random(7)
+    out: dict[str, float] = {}
+    try:
+        dense = get_dense_embedder(cache_dir=work / "models")
+        sparse = SparseEmbedder()
+        dense.embed_query("warm up")
+        queries = [" ".join(rng.choice(_SYNTHETIC_WORDS) for _ in range(4)) for _ in range(60)]
+        vectors = [(dense.embed_query(q), sparse.embed_query(q)) for q in queries]
+        print(f"segments: {points} synthetic points per segment size, written in {rounds} rounds, each optimised "
+              "by the optimiser child")
+        for mb in sizes:
+            here = work / f"seg-{mb}"
+            # as the daemon writes: in rounds, each optimised by the child (`upkeep` every
+            # OPTIMIZE_EVERY points), whose merges the segment size bounds
+            store = EdgeStore(here, max_segment_kb=mb * 1024, optimize_in_child=True).open(dense.model_name, dense.dims)
+            before = _status_mb(os.getpid(), "RssAnon")
+            peaks = {"child_anon": 0.0, "child_rss": 0.0, "parent_anon": before}
+            done = threading.Event()
+
+            def sample() -> None:
+                while not done.is_set():
+                    try:
+                        peaks["parent_anon"] = max(peaks["parent_anon"], _status_mb(os.getpid(), "RssAnon"))
+                        running = store.optimizing
+                        if running:
+                            peaks["child_anon"] = max(peaks["child_anon"], _status_mb(running["pid"], "RssAnon"))
+                            peaks["child_rss"] = max(peaks["child_rss"], _status_mb(running["pid"], "VmRSS"))
+                    except (OSError, StopIteration):
+                        pass
+                    time.sleep(0.02)
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            part_rng, wall = random.Random(7), 0.0
+            for _ in range(rounds):
+                _fill_synthetic(store, sparse, dense.dims, points // rounds, part_rng)
+                t = time.perf_counter()
+                store.optimize()
+                wall += time.perf_counter() - t
+            done.set()
+            sampler.join()
+            segments = store._require().info().segments_count
+            for dv, sv in vectors[:5]:
+                store.search_each(dv, sv, None, limit=CANDIDATES, fields=[])
+            legs = []
+            for _ in range(max(repeat, 1)):
+                for dv, sv in vectors:
+                    t = time.perf_counter()
+                    store.search_each(dv, sv, None, limit=CANDIDATES, fields=[])
+                    legs.append(time.perf_counter() - t)
+            store.close()
+            shutil.rmtree(here, ignore_errors=True)
+            p50 = statistics.median(legs) * 1000
+            print(f"  max_segment_mb {mb:4d}: {segments} segments; optimiser child peak {peaks['child_anon']:.0f} MB "
+                  f"anonymous, {peaks['child_rss']:.0f} MB RSS; the waiting process (the daemon's part) "
+                  f"{before:.0f} -> {peaks['parent_anon']:.0f} MB anonymous; {wall:.0f} s; "
+                  f"two-leg store query p50 {p50:.1f} ms")
+            out.update({f"child_anon_mb_{mb}": peaks["child_anon"],
+                        f"query_p50_ms_{mb}": p50, f"optimize_s_{mb}": wall})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
 
 
 def _peak_rss(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -452,7 +541,8 @@ def bench_ui(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str, f
 # ---------------------------------------------------------------------------------------------
 
 OPTS: dict[str, object] = {"sizes": "1000,3000", "cache": Path(tempfile.gettempdir()) / "jacked-bench-cache",
-                           "code": None, "keep": None}
+                           "code": None, "keep": None, "points": 30_000, "segment_mb": "16,32,128",
+                           "serve_sizes": "300"}
 # Planted in the oldest session of every scale corpus: words no generated session has.
 PLANTED = "the ultramarine quokka tessellation broke the zephyrine 7431 build"
 BARE_SAMPLE = 3000  # texts the bare model embeds (a random sample, scaled to all of them)
@@ -967,6 +1057,81 @@ def bench_daemon(claude_dir: Path, repeat: int, runs: int = 15) -> dict[str, flo
     return out
 
 
+def bench_serve(claude_dir: Path, repeat: int) -> dict[str, float]:
+    """A cold backfill of a generated corpus through the daemon and in its own process
+    (JACKED_DAEMON=off), each ÷ the bare model embedding the same texts; then the daemon serving
+    searches: its anonymous memory (RssAnon) after 20 `jacked search` calls, and its peak while it
+    backfilled (sampled every 50 ms). Per size of `--serve-sizes`; the two backfills alternate
+    which goes first from one repeat to the next."""
+    import json
+    import os
+    import subprocess
+
+    out: dict[str, float] = {}
+    for n in [int(x) for x in str(OPTS["serve_sizes"]).split(",") if x.strip()]:
+        corpus, _ = scale_corpus(n)
+        queries = [q["query"] for q in json.loads((corpus / "truth.json").read_text())["queries"]]
+        walls: dict[str, list[float]] = {"daemon": [], "in-process": []}
+        anon_after, anon_peak, bare = [], [], []
+        for r in range(max(repeat, 1)):
+            order = ["daemon", "in-process"] if r % 2 == 0 else ["in-process", "daemon"]
+            for mode in order:
+                work = Path(tempfile.mkdtemp(prefix=f"jacked-serve-{n}-"))
+                home = work / "home"
+                env = _scale_env(corpus, home)
+                try:
+                    if mode == "in-process":
+                        env["JACKED_DAEMON"] = "off"
+                        walls[mode].append(_measured(_JACKED + ["backfill", "--json"], env)[0])
+                        bare.append(_bare_model(home, env)["wall"])
+                        continue
+                    env["JACKED_DAEMON_IDLE_MINUTES"] = "30"
+                    subprocess.run(_JACKED + ["daemon", "start"], env=env, capture_output=True, check=True, cwd=_CWD)
+                    pid = int(json.loads(subprocess.run(_JACKED + ["daemon", "status", "--json"], env=env,
+                                                        capture_output=True, text=True, check=True,
+                                                        cwd=_CWD).stdout)["pid"])
+                    peak, stop = [0.0], threading.Event()
+
+                    def watch() -> None:
+                        while not stop.is_set():
+                            try:
+                                peak[0] = max(peak[0], _status_mb(pid, "RssAnon"))
+                            except (OSError, StopIteration):
+                                return
+                            time.sleep(0.05)
+
+                    watcher = threading.Thread(target=watch, daemon=True)
+                    watcher.start()
+                    walls[mode].append(_measured(_JACKED + ["backfill", "--json"], env)[0])
+                    for q in queries[:20]:
+                        subprocess.run(_JACKED + ["search", q], env=env, capture_output=True, check=True, cwd=_CWD)
+                    stop.set()
+                    watcher.join()
+                    anon_after.append(_status_mb(pid, "RssAnon"))
+                    anon_peak.append(peak[0])
+                    subprocess.run(_JACKED + ["daemon", "stop"], env=env, capture_output=True, cwd=_CWD)
+                finally:
+                    if mode == "daemon":
+                        subprocess.run(_JACKED + ["daemon", "stop"], env=env, capture_output=True, cwd=_CWD)
+                    shutil.rmtree(work, ignore_errors=True)
+        b = statistics.median(bare)
+
+        def spread(xs: list[float]) -> str:
+            return f"{statistics.median(xs):.1f} ({min(xs):.1f}-{max(xs):.1f})"
+
+        print(f"serve: {n} generated sessions, {len(walls['daemon'])} run(s) each; medians (range)")
+        print(f"  bare model on the same texts: {spread(bare)} s")
+        for mode, ws in walls.items():
+            print(f"  cold backfill, {mode:10s}: {spread(ws)} s, ÷ bare {statistics.median(ws) / b:.2f} (goal <= 1.3)")
+        print(f"  daemon RssAnon after the backfill and 20 searches: {spread(anon_after)} MB; "
+              f"peak while backfilling {spread(anon_peak)} MB")
+        out.update({f"backfill_daemon_ratio_{n}": statistics.median(walls["daemon"]) / b,
+                    f"backfill_inproc_ratio_{n}": statistics.median(walls["in-process"]) / b,
+                    f"daemon_anon_mb_{n}": statistics.median(anon_after),
+                    f"daemon_anon_peak_mb_{n}": statistics.median(anon_peak)})
+    return out
+
+
 def _relays_rss(exe: list[str], env: dict[str, str], home: Path, relays: int = 3) -> dict[str, float]:
     """Three `jacked mcp` relays, each after one search: their RSS, the daemon's, and which hold the model."""
     import json
@@ -1004,7 +1169,7 @@ def _relays_rss(exe: list[str], env: dict[str, str], home: Path, relays: int = 3
 
 BENCHES = {"scan": bench_scan, "backfill": bench_backfill, "search": bench_search, "rss": bench_rss,
            "hook": bench_hook, "stats": bench_stats,
-           "ui": bench_ui, "daemon": bench_daemon, "scale": bench_scale}
+           "ui": bench_ui, "daemon": bench_daemon, "segments": bench_segments, "serve": bench_serve, "scale": bench_scale}
 
 
 def main() -> int:
@@ -1019,9 +1184,13 @@ def main() -> int:
                     help="scale: run the jacked/ package under this folder instead (before/after figures)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="scale: move each built JACKED_HOME to KEEP/home-<size> (to study an index afterwards)")
+    ap.add_argument("--points", type=int, default=OPTS["points"], help="segments: synthetic points in the shard")
+    ap.add_argument("--segment-mb", default=OPTS["segment_mb"], help="segments: max_segment_mb values to compare")
+    ap.add_argument("--serve-sizes", default=OPTS["serve_sizes"], help="serve: generated corpus sizes in sessions")
     args = ap.parse_args()
     OPTS.update(sizes=args.sizes, cache=args.cache, code=args.code.resolve() if args.code else None,
-                keep=args.keep.resolve() if args.keep else None)
+                keep=args.keep.resolve() if args.keep else None, points=args.points, segment_mb=args.segment_mb,
+                serve_sizes=args.serve_sizes)
     if args.code:
         # As a pip install leaves it: byte-compiled. A `git archive` of the code is not, and with
         # PYTHONDONTWRITEBYTECODE set (as on some machines) every command compiled jacked's modules

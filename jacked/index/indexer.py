@@ -178,7 +178,7 @@ class Indexer:
     def _open_store(self, recreate: bool = False, must_exist: bool = False) -> Any:
         from jacked.index.store import StoreNotFound
 
-        store = self._store if self._store is not None else configured_store(self.settings)
+        store = self._store if self._store is not None else configured_store(self.settings, self.keep_store_open)
         if must_exist and not store_exists(store):
             raise StoreNotFound(f"no index in {self.settings.home} yet: run `jacked backfill` first")
         return store.open(self.dense.model_name, self.dense.dims, recreate=recreate)
@@ -572,13 +572,17 @@ def _default_model() -> str:
     return DEFAULT_MODEL
 
 
-def configured_store(settings: Settings) -> Any:
-    """The (not yet opened) store the settings name: edge shard in JACKED_HOME, or a server."""
+def configured_store(settings: Settings, optimize_in_child: bool = False) -> Any:
+    """The (not yet opened) store the settings name: edge shard in JACKED_HOME, or a server.
+    `optimize_in_child`: for the process that keeps the store open (see `EdgeStore`)."""
     from jacked.index.store import open_store
 
+    segment_mb = getattr(settings, "max_segment_mb", None)
     return open_store(getattr(settings, "backend", "edge") or "edge", settings.home,
                       getattr(settings, "qdrant_url", None), getattr(settings, "qdrant_api_key", None),
-                      lock_timeout=float(getattr(settings, "lock_timeout_s", 60)))
+                      lock_timeout=float(getattr(settings, "lock_timeout_s", 60)),
+                      max_segment_kb=None if segment_mb is None else int(segment_mb) * 1024,
+                      optimize_in_child=optimize_in_child)
 
 
 def store_exists(store: Any) -> bool:

@@ -21,11 +21,13 @@ The daemon (`jacked.surfaces.daemon`) opens the shard once and keeps it for its 
 ``JACKED_DAEMON=off`` each process opens and closes it around its work, waiting on the lock. Segment
 optimisation (HNSW build, vacuum) is *not* run on close: it costs minutes on large indexes
 (~160 s for 100k 384-d points on 2 cores) and filtered queries are fast without it; the
-indexer may call :meth:`EdgeStore.optimize` after a large backfill.
+indexer may call :meth:`EdgeStore.optimize` after a large backfill. The daemon's store runs it in
+a child process (`optimize_in_child`, `jacked.index.store.optimizer`) so that it goes on answering.
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import socket
@@ -64,6 +66,8 @@ from jacked.index.store.base import (
     where_conditions,
 )
 
+_log = logging.getLogger("jacked.index")
+
 #: Version of the on-disk layout / model record.
 _SCHEMA = 1
 _META = "jacked-index.json"
@@ -83,8 +87,9 @@ _UPKEEP = "index.upkeep.json"
 #: the appendable segment — whose indexes live in RAM and whose pages a writer keeps mapped —
 #: into memory-mapped, indexed segments, so neither grows with the corpus.
 OPTIMIZE_EVERY = 20_000
-#: Largest segment the optimizers build, in KB of dense vectors (~85k points of 384 dims): an
-#: HNSW build or a merge reads at most this much at once, however large the index grows. Every
+#: Largest segment the optimizers build by default (the `max_segment_mb` setting), in KB of dense
+#: vectors (~85k points of 384 dims): a merge reads at most this much at once, however large the
+#: index grows. Every
 #: segment costs each load its flag files (15 of 1 MB) and each query one
 #: more graph walk: with 32 MB, 11 segments at 10,000 sessions and a cold search mapping up to
 #: 320 MB at 3,000; with this, 4 at 3,000 sessions and 255 MB, the backfill no slower.
@@ -132,6 +137,8 @@ _UNLINKED = frozenset(KEYWORD_INDEXES) - LINKED_FIELDS
 #: 150 points, so its searches walk with ef 150 either way; what 100 added to the graph was not
 #: measurable there (recall@150 0.868 against 0.862 with all payload links on), for ~38 % more CPU.
 EF_CONSTRUCT = 64
+#: After an optimiser child failed or was killed, `upkeep` leaves the index unoptimised this long.
+_RETRY_AFTER_S = 300.0
 _CONFIG_VERSION = 3  # 3: TurboQuant 4-bit codes of the dense vectors (2: int8)
 
 
@@ -142,14 +149,25 @@ class EdgeStore(VectorStore):
         path: The index directory (e.g. ``JACKED_HOME/index``); created if missing.
         lock_timeout: Seconds to wait for another process to release the index before
             raising :class:`StoreBusy` (0 = try once).
+        max_segment_kb: Largest segment the optimizers build (see `MAX_SEGMENT_KB`).
+        optimize_in_child: Run the optimizers in a child process (`jacked.index.store.optimizer`)
+            while this one waits without the interpreter lock: for a process that keeps the shard
+            open and must go on answering (the daemon).
     """
 
     backend = "edge"
 
-    def __init__(self, path: Path, lock_timeout: float = 60) -> None:
+    def __init__(self, path: Path, lock_timeout: float = 60, *, max_segment_kb: int = MAX_SEGMENT_KB,
+                 optimize_in_child: bool = False) -> None:
         super().__init__()
         self.path = Path(path)
         self.lock_timeout = float(lock_timeout)
+        self.max_segment_kb = int(max_segment_kb)
+        self.optimize_in_child = optimize_in_child
+        self._optimizer: Any = None  # the child optimising the shard now (a subprocess.Popen)
+        self._optimizer_started = 0.0  # time.time() it started
+        self._optimizer_stopped = False  # stop_optimizer() was called: no more children
+        self._optimize_retry_at = 0.0  # after a failed child: not before this time.monotonic()
         self._shard: Any = None  # qdrant_edge.EdgeShard while open
         self._lock: Any = None  # jacked.util.flock.FileLock while held
         # Serialises calls into the shard: one EdgeStore may be shared by threads (MCP).
@@ -206,13 +224,13 @@ class EdgeStore(VectorStore):
                 check_model(meta["dense_model"], meta["dims"], dense_model, dims)
             self._upkeep = self._read_upkeep()
             with self._errors("open"):
-                if _config_is_current(self.shard_path):
+                if _config_is_current(self.shard_path, self.max_segment_kb):
                     self._shard = load_shard(self.shard_path)
                 else:
                     # A shard made by an older jacked: its configuration becomes this one (persisted
                     # by the load); its segments take it when the optimizers next rewrite them,
                     # which the next writer does (`upkeep`).
-                    self._shard = load_shard(self.shard_path, _edge_config(qe, int(meta["dims"])))
+                    self._shard = load_shard(self.shard_path, self._config(qe, int(meta["dims"])))
                     self._upkeep["reoptimize"] = True
                     self._write_upkeep()
         else:
@@ -260,13 +278,18 @@ class EdgeStore(VectorStore):
     def optimize(self) -> None:
         """Run Qdrant's segment optimizers (HNSW build, merges, vacuum of deleted points).
 
-        Each optimisation reads at most one segment's worth (`MAX_SEGMENT_KB`) of vectors; about
+        Each optimisation reads at most one segment's worth (`max_segment_kb`) of vectors; about
         1.5 s per 1,000 new dense points on 2 cores. Writers run it every `OPTIMIZE_EVERY`
-        points (:meth:`upkeep`). It runs here, in the process holding the shard, and returns when
-        done: Qdrant Edge's `optimize()` keeps the GIL, so no thread of this process runs meanwhile.
+        points (:meth:`upkeep`). It returns when done. Qdrant Edge's `optimize()` keeps the GIL, so
+        in this process no other thread runs meanwhile; with `optimize_in_child` a child process
+        runs it and this one only waits (other threads run). A child that fails or is killed
+        leaves the shard as it was: it is loaded again, and the optimisation retried by a later
+        `upkeep` (not within `_RETRY_AFTER_S`).
         """
         import qdrant_edge as qe
 
+        if self.optimize_in_child and self._optimizer_stopped:
+            return
         bulk = self._bulk
         segments = BULK_SEGMENTS if bulk else SEGMENTS
         t0 = time.perf_counter()
@@ -287,19 +310,62 @@ class EdgeStore(VectorStore):
                 shard.flush()
             finally:
                 shard.close()
-            self._shard = load_shard(self.shard_path, _edge_config(qe, self.dims, segments))
-            self._shard.optimize()
-            self._shard.flush()
+            done = True
+            if self.optimize_in_child:
+                done = self._optimize_elsewhere(segments)
+                self._shard = load_shard(self.shard_path)  # with the configuration the child gave it
+            else:
+                self._shard = load_shard(self.shard_path, self._config(qe, self.dims, segments))
+                self._shard.optimize()
+                self._shard.flush()
             self._unflushed = 0
-            self._written = 0
-            # After a bulk optimisation the segments still want merging: the next optimisation
-            # outside bulk mode does it, even if a crash ends the bulk load first.
-            left: dict[str, Any] = {"merge": True} if bulk else {}
-            if self._upkeep != left:
-                self._upkeep = left
-                self._write_upkeep()
+            if done:
+                self._written = 0
+                # After a bulk optimisation the segments still want merging: the next optimisation
+                # outside bulk mode does it, even if a crash ends the bulk load first.
+                left: dict[str, Any] = {"merge": True} if bulk else {}
+                if self._upkeep != left:
+                    self._upkeep = left
+                    self._write_upkeep()
         self.optimize_seconds += time.perf_counter() - t0
         trim_heap()  # what the closed shard held before it was loaded again
+
+    def _optimize_elsewhere(self, segments: int) -> bool:
+        """Optimise the closed shard in a child process (see `jacked.index.store.optimizer`);
+        False, logged, when the child failed or was stopped."""
+        from jacked.index.store.optimizer import optimize_in_child
+
+        def started(proc: Any) -> None:
+            self._optimizer_started = time.time()
+            self._optimizer = proc
+            if self._optimizer_stopped:  # stopped while the child was being started
+                proc.kill()
+
+        try:
+            run = optimize_in_child(self.shard_path, self.dims, segments, self.max_segment_kb, started)
+        finally:
+            self._optimizer = None
+        if not run.ok:
+            self._optimize_retry_at = time.monotonic() + _RETRY_AFTER_S
+            _log.warning("index optimisation did not finish (%s): the index is unchanged; retried later", run.error)
+        return run.ok
+
+    @property
+    def optimizing(self) -> dict[str, Any] | None:
+        """The child optimising the shard now: {"pid", "started"} (epoch seconds), else None."""
+        proc = self._optimizer
+        return None if proc is None else {"pid": proc.pid, "started": self._optimizer_started}
+
+    def stop_optimizer(self) -> None:
+        """Kill the child optimising the shard, if any, and start no other (the owner is
+        stopping). Safe from any thread; the shard stays as it was before the optimisation."""
+        self._optimizer_stopped = True
+        proc = self._optimizer
+        if proc is not None:
+            proc.kill()
+
+    def _config(self, qe: Any, dims: int, segments: int = SEGMENTS) -> Any:
+        return _edge_config(qe, dims, segments, max_segment_kb=self.max_segment_kb)
 
     def upkeep(self) -> bool:
         """For a writer between batches: run the optimizers once `OPTIMIZE_EVERY` points were
@@ -313,6 +379,8 @@ class EdgeStore(VectorStore):
 
     def upkeep_due(self) -> bool:
         """Whether `upkeep` would run the optimizers now."""
+        if self._optimize_retry_at and time.monotonic() < self._optimize_retry_at:
+            return False
         return (self._written + int(self._upkeep.get("writes") or 0) >= OPTIMIZE_EVERY
                 or bool(self._upkeep.get("reoptimize")) or (bool(self._upkeep.get("merge")) and not self._bulk))
 
@@ -450,7 +518,7 @@ class EdgeStore(VectorStore):
         import qdrant_edge as qe
 
         tmp = self.path / f".shard-tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        config = _edge_config(qe, int(meta["dims"]))
+        config = self._config(qe, int(meta["dims"]))
         try:
             with self._errors("create"):
                 shard = qe.EdgeShard.create(str(tmp), config)
@@ -794,7 +862,8 @@ def _graph_params(qe: Any, using: str, flt: Any) -> Any:
     return qe.SearchParams(acorn=qe.AcornSearchParams(enable=True))
 
 
-def _edge_config(qe: Any, dims: int, segments: int = SEGMENTS, ef_construct: int = EF_CONSTRUCT) -> Any:
+def _edge_config(qe: Any, dims: int, segments: int = SEGMENTS, ef_construct: int = EF_CONSTRUCT,
+                 max_segment_kb: int = MAX_SEGMENT_KB) -> Any:
     """The shard's configuration: every part cold (see `_CONFIG_VERSION`), segments bounded.
 
     Vectors, HNSW graph, sparse index, payloads and id tracker are memory-mapped without being
@@ -817,12 +886,12 @@ def _edge_config(qe: Any, dims: int, segments: int = SEGMENTS, ef_construct: int
         hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=ef_construct, full_scan_threshold=FULL_SCAN_KB, memory=cold),
         payload_memory=cold,
         id_tracker_memory=cold,
-        optimizers=qe.EdgeOptimizersConfig(max_segment_size=MAX_SEGMENT_KB, default_segment_number=segments,
+        optimizers=qe.EdgeOptimizersConfig(max_segment_size=max_segment_kb, default_segment_number=segments,
                                            indexing_threshold=INDEXING_KB),
     )
 
 
-def _config_is_current(shard_path: Path) -> bool:
+def _config_is_current(shard_path: Path, max_segment_kb: int = MAX_SEGMENT_KB) -> bool:
     """Whether the shard on disk was made (or last loaded) with this version's configuration."""
     try:
         cfg = json.loads((shard_path / "edge_config.json").read_text(encoding="utf-8"))
@@ -831,7 +900,7 @@ def _config_is_current(shard_path: Path) -> bool:
         turbo = (dense.get("quantization_config") or {}).get("turbo") or {}
         return (dense.get("memory") == "cold" and turbo.get("bits") == "bits4"
                 and (cfg.get("hnsw_config") or {}).get("full_scan_threshold") == FULL_SCAN_KB
-                and optimizers.get("max_segment_size") == MAX_SEGMENT_KB
+                and optimizers.get("max_segment_size") == max_segment_kb
                 and optimizers.get("default_segment_number") in (SEGMENTS, BULK_SEGMENTS)  # mid-backfill
                 and optimizers.get("indexing_threshold") == INDEXING_KB)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -58,6 +58,9 @@ def status_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."
     job = status.get("job") or {}
     doing = f"busy: {job.get('method')} for {time.time() - float(job.get('started') or time.time()):.0f} s" \
         if job else "idle"
+    optimizing = (status.get("index") or {}).get("optimizing")
+    if optimizing:
+        doing += f" · optimising the index for {time.time() - float(optimizing['started']):.0f} s (pid {optimizing['pid']})"
     typer.echo(f"jacked daemon {status.get('version')} · pid {status.get('pid')} · up {status.get('uptime_s')} s · "
                f"{status.get('rss_mb')} MB · {status.get('queued_writes')} queued writes · {doing}")
     typer.echo(f"  socket {status.get('socket')}")

@@ -154,6 +154,8 @@ class Daemon:
     def _shutdown(self, sock: socket.socket | None) -> None:
         """Finish what the service thread was given, close the index and let go of the lock."""
         try:
+            if self._service is not None:
+                self._service.stop_optimizing()  # minutes of work that the next writer can redo
             # closed on the service thread, after everything given to it: the catalog connection is that thread's
             self._executor.submit(self._close_service)
             self._executor.shutdown(wait=True)
@@ -427,6 +429,10 @@ def _routes(daemon: Daemon) -> Any:
             if "result" in msg or "error" in msg:
                 finish()
 
+        optimizing = daemon._service.optimizing if daemon._service is not None else None
+        if optimizing:
+            emit({"warn": f"jacked: the index is being optimised (for {time.time() - optimizing['started']:.0f} s "
+                          "so far): this answer waits for it"})
         if not (method == "backfill" and daemon.join_backfill(emit_joined)):
             def work() -> None:
                 try:
@@ -477,6 +483,7 @@ def _status(daemon: Daemon) -> dict[str, Any]:
         "rss_mb": _rss_mb(), "queued_writes": daemon.queued_writes(),
         "job": dict(job) if job else None, "idle_minutes": daemon.idle_seconds / 60.0,
         "index": {"loaded": daemon._service is not None and daemon._service._indexer is not None,
+                  "optimizing": daemon._service.optimizing if daemon._service is not None else None,
                   "backfill": backfill_state(daemon.paths.home)},
     }
 
