@@ -151,7 +151,8 @@ COMMANDS = [
     ["search", "add tar archive support to the manifest", "--json"], ["search", "manifest archive", "-n", "2"],
     ["stats", "--json"], ["stats", "--tool", "Edit"], ["export"], ["timeline", DEEP[:8], "--limit", "20"],
     ["file-history", "deep_manifest/deep_manifest.py"], ["retrieve", DEEP[:8], "--json"],
-    ["retrieve", DEEP[:8], CI[:8], "--max-tokens", "1500"], ["restore", CI[:8]], ["status", "--json"],
+    ["retrieve", DEEP[:8], CI[:8], "--max-tokens", "1500"], ["retrieve", DEEP[:8], "--mode", "smart", "--json"],
+    ["restore", CI[:8]], ["status", "--json"], ["status"], ["timeline", CI[:8], "--json"],
     ["recall", "--json"],
     ["recall", "--prompt", "continue the work on reporting BadZipFile errors", "--cwd", "/src/deep-manifest", "--json"],
     # mistakes answer with the same one line and exit code
@@ -172,6 +173,62 @@ def test_every_command_answers_the_same_through_the_daemon(homes: tuple[Path, Pa
     status = status_of(via_daemon)
     assert status is not None and len(daemon_pids(via_daemon)) == 1
     assert status["pid"] == daemon_pids(via_daemon)[0] and status["queued_writes"] == 0
+
+
+# The hot read commands as `jacked.surfaces.cli.fast` reads them, and argument lists it leaves to typer.
+FAST_READ = [
+    ["sessions"], ["sessions", "-n", "2", "--json"], ["sessions", "--repo", "deep-manifest", "--since", "2025-01-01"],
+    ["sessions", "--until", "2025-01-01"], ["sessions", "--limit=1", "--json", "--json"],
+    ["turns", DEEP[:8]], ["turns", "--json", CI[:8]], ["turns", "no-such-session"],
+    ["search", "add tar archive support to the manifest", "--json"], ["search", "manifest", "-n", "2"],
+    ["search", "manifest", "--type", "plan", "-t", "user_message", "--repo", "deep-manifest", "--json"],
+    ["search", "manifest", "--agent", "nope"], ["search", ""], ["search"], ["search", "x", "--mine", "--user", "bob"],
+    ["stats"], ["stats", "--tool", "Edit", "-n", "3", "--subagents", "--no-scan"], ["stats", "--session", CI[:8], "--json"],
+    ["status"], ["status", "--json"],
+    # typer's to read: help, unknown options, values out of range, bad types, missing and extra arguments
+    ["sessions", "--help"], ["search", "--help"], ["sessions", "--bogus"], ["sessions", "-n", "0"], ["sessions", "-n5"],
+    ["sessions", "-n", "many"], ["sessions", "--repo"], ["turns"], ["turns", "a", "b"], ["stats", "--json=yes"],
+    ["search", "--", "-x"], ["status", "extra"],
+]
+
+
+def test_read_commands_answer_the_same_without_typer(homes: tuple[Path, Path, Path]) -> None:
+    """`jacked.surfaces.cli.fast` answers as typer does, byte for byte, and imports neither typer nor pydantic."""
+    from jacked.surfaces.cli import entry, fast
+
+    assert entry._FAST_COMMANDS == set(fast.COMMANDS)
+    claude, via_daemon, _ = homes
+    env = env_for(claude, via_daemon, True)
+    typer_path = [sys.executable, "-c", f"import sys; sys.argv[0] = {str(JACKED)!r}; "
+                  "from jacked.surfaces.cli.main import run; run()"]
+    for args in FAST_READ:
+        fast_run = jacked(args, env)
+        typer_run = subprocess.run([*typer_path, *args], env=env, capture_output=True, text=True, timeout=300)
+        assert [fast_run.returncode, fast_run.stdout, fast_run.stderr] == \
+            [typer_run.returncode, typer_run.stdout, typer_run.stderr], args
+        assert "Traceback" not in fast_run.stderr, args
+    for args in (["sessions", "--json"], ["search", "manifest", "-t", "plan"], ["turns", CI[:8]], ["stats"], ["status"]):
+        done = subprocess.run([sys.executable, "-X", "importtime", str(JACKED), *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+        assert not imported & {"typer", "pydantic", "click", "rich"}, args
+
+
+def test_fast_parser_reads_plain_arguments_and_declines_the_rest() -> None:
+    from jacked.surfaces.cli.fast import COMMANDS, _Declined, _specs, parse
+    from jacked.surfaces.cli.history import sessions_cmd
+    from jacked.surfaces.cli.search import search_command
+
+    for module, name in COMMANDS.values():  # every parameter of every hot command is read here
+        _specs(getattr(__import__(module, fromlist=[name]), name))
+    assert parse(sessions_cmd, ["--repo", "x", "-n", "3", "--repo=y"]) == {
+        "repo": "y", "since": None, "until": None, "limit": 3, "json_out": False}
+    got = parse(search_command, ["q", "-t", "plan", "--type=title", "--json"])
+    assert got["query"] == "q" and got["types"] == ["plan", "title"] and got["json_out"] and got["limit"] == 10
+    for argv in (["--help"], ["-n", "0"], ["-n5"], ["--json=1"], ["x"], ["--since"], ["--repo", "-x"]):
+        with pytest.raises(_Declined):
+            parse(sessions_cmd, argv)
 
 
 def test_mcp_relay_answers_as_the_in_process_server(homes: tuple[Path, Path, Path]) -> None:

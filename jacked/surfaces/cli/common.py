@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import typer
 
 from jacked.errors import JackedError
+from jacked.surfaces.cli.params import echo
 
 if TYPE_CHECKING:  # the service and the settings are imported by the commands that need them, not at start-up
     from jacked.config import Settings
@@ -69,7 +69,7 @@ def stdout_console() -> Console:
 
 def warn(message: str) -> None:
     """Progress and warnings go to stderr so `--json` stdout stays clean."""
-    typer.echo(message, err=True)
+    echo(message, err=True)
 
 
 def service(scan: bool = True) -> Jacked:
