@@ -579,6 +579,18 @@ def test_a_deep_home_gets_a_socket_all_the_same(indexed: tuple[Path, Path], tmp_
         stop(deep)
 
 
+def test_a_jacked_folder_in_the_current_folder_is_not_what_the_daemon_runs(homes: tuple[Path, Path, Path],
+                                                                          tmp_path: Path) -> None:
+    claude, via_daemon, _ = homes
+    shadow = tmp_path / "checkout" / "jacked"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('__version__ = "0.0.0"\n')  # as an old checkout of jacked would be
+    done = subprocess.run([str(JACKED), "sessions", "--json"], env=env_for(claude, via_daemon, True),
+                          cwd=shadow.parent, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "" and len(json.loads(done.stdout)) == 3
+    assert len(daemon_pids(via_daemon)) == 1
+
+
 def test_connect_is_a_no_op_when_the_daemon_runs(homes: tuple[Path, Path, Path]) -> None:
     claude, via_daemon, _ = homes
     env = env_for(claude, via_daemon, True)
