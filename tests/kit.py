@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +133,14 @@ def suite_mode() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k in ("JACKED_DAEMON", "JACKED_DAEMON_IDLE_MINUTES")}
+
+
+def copy_home(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> None:
+    """A copy of a JACKED_HOME, also one whose daemon runs (JACKED_TEST_DAEMON=on): without the
+    daemon's socket, which cannot be copied, and its locks, which belong to the running one; `skip`:
+    more names to leave out."""
+    def live(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if n.endswith(".lock") or n in skip
+                or stat.S_ISSOCK(os.lstat(os.path.join(folder, n)).st_mode)]
+
+    shutil.copytree(src, dst, ignore=live)
