@@ -217,12 +217,12 @@ def test_read_commands_answer_the_same_without_typer(homes: tuple[Path, Path, Pa
 
 
 def test_fast_parser_reads_plain_arguments_and_declines_the_rest() -> None:
-    from jacked.surfaces.cli.fast import COMMANDS, _Declined, _specs, parse
+    from jacked.surfaces.cli.fast import COMMANDS, _Declined, _specs, command_of, parse
     from jacked.surfaces.cli.history import sessions_cmd
-    from jacked.surfaces.cli.search import search_command
 
-    for module, name in COMMANDS.values():  # every parameter of every hot command is read here
-        _specs(getattr(__import__(module, fromlist=[name]), name))
+    for name in COMMANDS:  # every parameter of every hot command is read here
+        _specs(command_of(name))
+    search_command = command_of("search")
     assert parse(sessions_cmd, ["--repo", "x", "-n", "3", "--repo=y"]) == {
         "repo": "y", "since": None, "until": None, "limit": 3, "json_out": False}
     got = parse(search_command, ["q", "-t", "plan", "--type=title", "--json"])

@@ -18,11 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-#: The commands read here: (module, function) of what typer registers for each.
+#: The commands read here: (module, function) of what typer registers for each; a name ending in
+#: `()` is called for the command (made when asked).
 COMMANDS: dict[str, tuple[str, str]] = {
     "sessions": ("jacked.surfaces.cli.history", "sessions_cmd"),
     "turns": ("jacked.surfaces.cli.history", "turns_cmd"),
-    "search": ("jacked.surfaces.cli.search", "search_command"),
+    "search": ("jacked.surfaces.cli.search", "search_command()"),
     "stats": ("jacked.surfaces.cli.stats", "stats_cmd"),
     "status": ("jacked.surfaces.cli.index", "status_cmd"),
 }
@@ -41,8 +42,7 @@ def run_fast(argv: list[str]) -> int | None:
     or None when typer should read it instead."""
     if not argv or argv[0] not in COMMANDS:
         return None
-    module, name = COMMANDS[argv[0]]
-    command = getattr(importlib.import_module(module), name)
+    command = command_of(argv[0])
     try:
         kwargs = parse(command, argv[1:])
     except _Declined:
@@ -62,6 +62,13 @@ def run_fast(argv: list[str]) -> int | None:
         echo(error_line(e), err=True)
         return 1
     return 0
+
+
+def command_of(name: str) -> Callable[..., Any]:
+    """The function typer runs for the command `name` of `COMMANDS`."""
+    module, attribute = COMMANDS[name]
+    found = getattr(importlib.import_module(module), attribute.removesuffix("()"))
+    return found() if attribute.endswith("()") else found  # type: ignore[no-any-return]
 
 
 class _Spec:

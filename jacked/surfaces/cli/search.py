@@ -98,9 +98,11 @@ def _print_human(result: dict[str, Any]) -> None:
             echo(f"      [{m['content_type']}] {m['text'][:160]}")
 
 
-# What `jacked search` runs, whichever parser read its arguments (jacked.surfaces.cli.fast).
-search_command = _with_filter_options(search_cmd)
+def search_command() -> Callable[..., None]:
+    """What `jacked search` runs, whichever parser reads its arguments (jacked.surfaces.cli.fast):
+    made when asked, from the filter table as it is then."""
+    return _with_filter_options(search_cmd)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("search")(typed(search_command))
+    app.command("search")(typed(search_command()))
