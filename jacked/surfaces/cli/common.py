@@ -1,6 +1,7 @@
 """What every CLI module shares: settings from global options, JSON output, clean errors."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -95,6 +96,8 @@ def daemon_service(scan: bool = True) -> object | None:
     from jacked.surfaces.daemon.protocol import locate
 
     where = locate(STATE.claude_dir)
+    if not where.claude_dir_given and os.environ.get("CLAUDE_CONFIG_DIR", "").strip() and not where.claude_dir.is_dir():
+        return None  # a mistyped CLAUDE_CONFIG_DIR: this process says so in one line, and no daemon home is made
     try:
         client = connect(where)
     except DaemonUnavailable as e:
