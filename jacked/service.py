@@ -113,6 +113,12 @@ class Jacked:
             self._scanned_at = now
         return self.catalog
 
+    def rescan_before_next_call(self) -> None:
+        """Have the next call that reads the catalog scan first, however recent the last scan (the
+        daemon's service lives across commands: each sees the transcripts as they are now, as in
+        its own process)."""
+        self._scanned_at = None
+
     def unsaid(self, problems: list[str]) -> list[str]:
         """Those of a scan's `problems` not shown to the user before (a broken link is said once,
         not on every command; a report's `errors` still lists them all)."""

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kit import GEN_CORPUS
+from kit import GEN_CORPUS, copy_home
 from test_cli_history import run
 
 
@@ -101,7 +101,7 @@ def test_search_errors_are_one_line(corpus: tuple[Path, Path, dict], tmp_path: P
 def test_cleardb_needs_confirmation(corpus: tuple[Path, Path, dict], tmp_path: Path) -> None:
     claude, home, _ = corpus
     scratch = tmp_path / "home"
-    shutil.copytree(home, scratch, ignore=shutil.ignore_patterns("*.lock", "queue"))
+    copy_home(home, scratch, skip=("queue",))
     p = run(["cleardb"], scratch, claude, stdin="")
     assert p.returncode == 1 and "--yes" in p.stderr
     p = run(["cleardb", "--yes"], scratch, claude)
@@ -138,7 +138,7 @@ def test_without_a_daemon_the_hook_has_indexed_the_new_turn_when_it_returns(
         pytest.skip("the suite runs through a daemon: the hook only queues the turn")
     claude, home = tmp_path / "claude", tmp_path / "home"
     shutil.copytree(corpus[0], claude)
-    shutil.copytree(corpus[1], home)
+    copy_home(corpus[1], home)
     transcript = claude / corpus[2]["src"]["file"]
     lines = [json.loads(x) for x in transcript.read_text().splitlines() if x.strip()]
     prompt = next(x for x in reversed(lines) if x.get("type") == "user" and isinstance(x["message"]["content"], str))

@@ -4,7 +4,8 @@ on demand, the real model and Edge shard, real fixture sessions.
 - every command answers the same, byte for byte, through the daemon and in its own process;
 - `jacked mcp` relays to the daemon and its tools answer as the in-process server's;
 - racing clients start one daemon; a stale socket and pid file from a crash are cleaned up; a
-  `kill -9` mid-write loses nothing; another user is refused; it stops when idle and on SIGTERM;
+  `kill -9` mid-hook or mid-backfill loses nothing; another user is refused; many hooks, MCP
+  clients and a backfill at once; an idle daemon spends no CPU, stops and leaves no process;
 - clients import no model, no store and no transcript reader.
 """
 from __future__ import annotations
@@ -151,7 +152,8 @@ COMMANDS = [
     ["search", "add tar archive support to the manifest", "--json"], ["search", "manifest archive", "-n", "2"],
     ["stats", "--json"], ["stats", "--tool", "Edit"], ["export"], ["timeline", DEEP[:8], "--limit", "20"],
     ["file-history", "deep_manifest/deep_manifest.py"], ["retrieve", DEEP[:8], "--json"],
-    ["retrieve", DEEP[:8], CI[:8], "--max-tokens", "1500"], ["restore", CI[:8]], ["status", "--json"],
+    ["retrieve", DEEP[:8], CI[:8], "--max-tokens", "1500"], ["retrieve", DEEP[:8], "--mode", "smart", "--json"],
+    ["restore", CI[:8]], ["status", "--json"], ["status"], ["timeline", CI[:8], "--json"],
     ["recall", "--json"],
     ["recall", "--prompt", "continue the work on reporting BadZipFile errors", "--cwd", "/src/deep-manifest", "--json"],
     # mistakes answer with the same one line and exit code
@@ -172,6 +174,62 @@ def test_every_command_answers_the_same_through_the_daemon(homes: tuple[Path, Pa
     status = status_of(via_daemon)
     assert status is not None and len(daemon_pids(via_daemon)) == 1
     assert status["pid"] == daemon_pids(via_daemon)[0] and status["queued_writes"] == 0
+
+
+# The hot read commands as `jacked.surfaces.cli.fast` reads them, and argument lists it leaves to typer.
+FAST_READ = [
+    ["sessions"], ["sessions", "-n", "2", "--json"], ["sessions", "--repo", "deep-manifest", "--since", "2025-01-01"],
+    ["sessions", "--until", "2025-01-01"], ["sessions", "--limit=1", "--json", "--json"],
+    ["turns", DEEP[:8]], ["turns", "--json", CI[:8]], ["turns", "no-such-session"],
+    ["search", "add tar archive support to the manifest", "--json"], ["search", "manifest", "-n", "2"],
+    ["search", "manifest", "--type", "plan", "-t", "user_message", "--repo", "deep-manifest", "--json"],
+    ["search", "manifest", "--agent", "nope"], ["search", ""], ["search"], ["search", "x", "--mine", "--user", "bob"],
+    ["stats"], ["stats", "--tool", "Edit", "-n", "3", "--subagents", "--no-scan"], ["stats", "--session", CI[:8], "--json"],
+    ["status"], ["status", "--json"],
+    # typer's to read: help, unknown options, values out of range, bad types, missing and extra arguments
+    ["sessions", "--help"], ["search", "--help"], ["sessions", "--bogus"], ["sessions", "-n", "0"], ["sessions", "-n5"],
+    ["sessions", "-n", "many"], ["sessions", "--repo"], ["turns"], ["turns", "a", "b"], ["stats", "--json=yes"],
+    ["search", "--", "-x"], ["status", "extra"],
+]
+
+
+def test_read_commands_answer_the_same_without_typer(homes: tuple[Path, Path, Path]) -> None:
+    """`jacked.surfaces.cli.fast` answers as typer does, byte for byte, and imports neither typer nor pydantic."""
+    from jacked.surfaces.cli import entry, fast
+
+    assert entry._FAST_COMMANDS == set(fast.COMMANDS)
+    claude, via_daemon, _ = homes
+    env = env_for(claude, via_daemon, True)
+    typer_path = [sys.executable, "-c", f"import sys; sys.argv[0] = {str(JACKED)!r}; "
+                  "from jacked.surfaces.cli.main import run; run()"]
+    for args in FAST_READ:
+        fast_run = jacked(args, env)
+        typer_run = subprocess.run([*typer_path, *args], env=env, capture_output=True, text=True, timeout=300)
+        assert [fast_run.returncode, fast_run.stdout, fast_run.stderr] == \
+            [typer_run.returncode, typer_run.stdout, typer_run.stderr], args
+        assert "Traceback" not in fast_run.stderr, args
+    for args in (["sessions", "--json"], ["search", "manifest", "-t", "plan"], ["turns", CI[:8]], ["stats"], ["status"]):
+        done = subprocess.run([sys.executable, "-X", "importtime", str(JACKED), *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+        assert not imported & {"typer", "pydantic", "click", "rich"}, args
+
+
+def test_fast_parser_reads_plain_arguments_and_declines_the_rest() -> None:
+    from jacked.surfaces.cli.fast import COMMANDS, _Declined, _specs, command_of, parse
+    from jacked.surfaces.cli.history import sessions_cmd
+
+    for name in COMMANDS:  # every parameter of every hot command is read here
+        _specs(command_of(name))
+    search_command = command_of("search")
+    assert parse(sessions_cmd, ["--repo", "x", "-n", "3", "--repo=y"]) == {
+        "repo": "y", "since": None, "until": None, "limit": 3, "json_out": False}
+    got = parse(search_command, ["q", "-t", "plan", "--type=title", "--json"])
+    assert got["query"] == "q" and got["types"] == ["plan", "title"] and got["json_out"] and got["limit"] == 10
+    for argv in (["--help"], ["-n", "0"], ["-n5"], ["--json=1"], ["x"], ["--since"], ["--repo", "-x"]):
+        with pytest.raises(_Declined):
+            parse(sessions_cmd, argv)
 
 
 def test_mcp_relay_answers_as_the_in_process_server(homes: tuple[Path, Path, Path]) -> None:
@@ -249,7 +307,12 @@ def test_hooks_are_indexed_in_order_and_none_is_lost_when_the_daemon_is_killed(
         late.unlink()
 
 
-def test_many_hooks_mcp_clients_and_a_backfill_at_once(homes: tuple[Path, Path, Path]) -> None:
+# Hooks fired at once in the test below; the issue's figure is 200 (JACKED_TEST_HOOKS=200: a few minutes).
+HOOKS_AT_ONCE = int(os.environ.get("JACKED_TEST_HOOKS", "40"))
+
+
+def test_many_hooks_mcp_clients_and_a_backfill_at_once(homes: tuple[Path, Path, Path],
+                                                      request: pytest.FixtureRequest) -> None:
     claude, via_daemon, _ = homes
     env = env_for(claude, via_daemon, True)
     sessions = sorted((claude / "projects").rglob("*.jsonl"))
@@ -258,8 +321,11 @@ def test_many_hooks_mcp_clients_and_a_backfill_at_once(homes: tuple[Path, Path, 
                               stderr=subprocess.PIPE, text=True)]
     mcp = [subprocess.Popen([str(JACKED), "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE) for _ in range(5)]
+    late = _copy_session(claude, LATE)  # not indexed yet: the hooks (and the backfill) bring it in
+    request.addfinalizer(lambda: late.unlink(missing_ok=True))
+    sessions.append(late)
     hooks = []
-    for i in range(200):
+    for i in range(HOOKS_AT_ONCE):
         target = sessions[i % len(sessions)]
         hooks.append(subprocess.Popen([str(JACKED), "index", "--hook"], env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE))
@@ -285,9 +351,13 @@ def test_many_hooks_mcp_clients_and_a_backfill_at_once(homes: tuple[Path, Path, 
         call = next(a for a in got if a["id"] == 2)
         assert not call["result"].get("isError") and "session_id" in call["result"]["content"][0]["text"]
     assert len(daemon_pids(via_daemon)) == 1
-    assert wait_until(lambda: (status_of(via_daemon) or {}).get("queued_writes") == 0, 300)
-    assert "hook failed" not in (via_daemon / "logs" / "hook.log").read_text() \
-        if (via_daemon / "logs" / "hook.log").exists() else True
+    assert wait_until(lambda: (status_of(via_daemon) or {}).get("queued_writes") == 0
+                      and not (status_of(via_daemon) or {}).get("job"), 300)
+    hook_log = via_daemon / "logs" / "hook.log"
+    assert "hook failed" not in (hook_log.read_text() if hook_log.exists() else "")
+    status = json.loads(jacked(["status", "--json"], env).stdout)
+    assert status["sessions"] == status["sessions_indexed"] == 4  # every session indexed, the late one too
+    assert late.stem in {r["session_id"] for r in json.loads(jacked(["sessions", "--json"], env).stdout)}
 
 
 def test_a_second_backfill_joins_the_running_one(indexed: tuple[Path, Path], tmp_path: Path) -> None:
@@ -304,6 +374,37 @@ def test_a_second_backfill_joins_the_running_one(indexed: tuple[Path, Path], tmp
         assert "a backfill is running already" in second.stderr
         assert json.loads(second.stdout) == json.loads(out)  # the same run's report, not a second run
         assert json.loads(out)["points_written"] > 0
+    finally:
+        stop(home)
+
+
+def test_a_backfill_killed_midway_is_finished_by_the_next_daemon(indexed: tuple[Path, Path], tmp_path: Path) -> None:
+    claude, base = indexed
+    home, clean = tmp_path / "fresh", tmp_path / "clean"
+    env = env_for(claude, home, True)
+    try:
+        first = subprocess.Popen([str(JACKED), "backfill", "--json"], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+
+        def writing() -> bool:
+            progress = ((status_of(home) or {}).get("index") or {}).get("backfill") or {}
+            return bool(progress.get("running")) and progress.get("phase") in ("lexical", "dense")
+
+        assert wait_until(writing, 300)
+        os.kill(status_of(home)["pid"], signal.SIGKILL)  # type: ignore[index]
+        out, err = first.communicate(timeout=120)
+        assert first.returncode == 1 and err.count("\n") == 1 and "Traceback" not in err  # cut short, said in one line
+        again = jacked(["backfill", "--json"], env)  # starts a new daemon, which finishes the work
+        assert again.returncode == 0 and json.loads(again.stdout)["errors"] == []
+        shutil.copytree(base, clean)  # a clean run's index of the same sessions
+        local = env_for(claude, clean, False)
+        counts = ("points", "points_by_type", "points_by_user", "sessions", "sessions_indexed", "points_pending_dense")
+        got, want = (json.loads(jacked(["status", "--json"], e).stdout) for e in (env, local))
+        assert {k: got.get(k) for k in counts} == {k: want.get(k) for k in counts}
+        query = ["search", "add tar archive support to the manifest", "--json"]
+        got, want = (json.loads(jacked(query, e).stdout)["results"] for e in (env, local))
+        assert [(r["session_id"], [m["text"] for m in r["matches"]]) for r in got] == \
+            [(r["session_id"], [m["text"] for m in r["matches"]]) for r in want]
     finally:
         stop(home)
 
@@ -354,16 +455,34 @@ def test_status_stop_and_sigterm(homes: tuple[Path, Path, Path]) -> None:
     assert "Traceback" not in (via_daemon / "logs" / "daemon.log").read_text()
 
 
-def test_idle_daemon_exits_and_leaves_no_process(homes: tuple[Path, Path, Path]) -> None:
+# How long an idle daemon's CPU time is watched (the issue's figure: 60 s).
+IDLE_WINDOW_S = float(os.environ.get("JACKED_TEST_IDLE_S", "60"))
+
+
+def test_idle_daemon_spends_no_cpu_then_exits_and_leaves_no_process(homes: tuple[Path, Path, Path]) -> None:
     claude, via_daemon, _ = homes
-    env = env_for(claude, via_daemon, True, JACKED_DAEMON_IDLE_MINUTES="0.15")
-    assert jacked(["sessions"], env).returncode == 0
+    env = env_for(claude, via_daemon, True, JACKED_DAEMON_IDLE_MINUTES=str(IDLE_WINDOW_S / 60 + 0.1))
+    assert jacked(["search", "manifest archive"], env).returncode == 0  # the model and the index loaded
     pid = status_of(via_daemon)["pid"]  # type: ignore[index]
+    time.sleep(0.5)
     before = _cpu_seconds(pid)
-    time.sleep(1.0)
-    assert _cpu_seconds(pid) - before < 0.2  # idle: no spinning
-    assert wait_until(lambda: not daemon_pids(via_daemon), 30)
-    assert not DaemonPaths(via_daemon).socket.exists()
+    time.sleep(IDLE_WINDOW_S)
+    assert _cpu_seconds(pid) - before < 0.01 * IDLE_WINDOW_S + 0.1  # idle: no spinning (under 1 % of a core)
+    assert wait_until(lambda: not home_pids(via_daemon), 60)  # the daemon and anything it started
+    assert not DaemonPaths(via_daemon).socket.exists() and not DaemonPaths(via_daemon).pid.exists()
+
+
+def home_pids(home: Path) -> list[int]:
+    """Every live process started for `home` (its JACKED_HOME in their environment), whatever it runs."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and f"JACKED_HOME={home}".encode() in (proc / "environ").read_bytes().split(b"\0") \
+                    and (proc / "stat").read_text().split(")")[-1].split()[0] != "Z":
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -502,6 +621,18 @@ def test_a_deep_home_gets_a_socket_all_the_same(indexed: tuple[Path, Path], tmp_
         sock.close()
     finally:
         stop(deep)
+
+
+def test_a_jacked_folder_in_the_current_folder_is_not_what_the_daemon_runs(homes: tuple[Path, Path, Path],
+                                                                          tmp_path: Path) -> None:
+    claude, via_daemon, _ = homes
+    shadow = tmp_path / "checkout" / "jacked"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('__version__ = "0.0.0"\n')  # as an old checkout of jacked would be
+    done = subprocess.run([str(JACKED), "sessions", "--json"], env=env_for(claude, via_daemon, True),
+                          cwd=shadow.parent, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "" and len(json.loads(done.stdout)) == 3
+    assert len(daemon_pids(via_daemon)) == 1
 
 
 def test_connect_is_a_no_op_when_the_daemon_runs(homes: tuple[Path, Path, Path]) -> None:

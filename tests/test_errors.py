@@ -147,7 +147,7 @@ def test_cli_tokenizer_unavailable_is_one_line(tmp_path: Path) -> None:
 
 def test_cli_catches_every_jacked_error() -> None:
     """A JackedError of any class (not only a listed one) is an expected failure of the CLI."""
-    from jacked.surfaces.cli.main import _expected_errors
+    from jacked.surfaces.cli.params import expected_errors as _expected_errors
 
     class NewError(JackedError):
         pass

@@ -48,6 +48,8 @@ def test_cli_has_an_option_per_filter(with_branch_filter: None, indexed: Any, mo
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(indexed.claude_dir))
     monkeypatch.setenv("JACKED_HOME", str(indexed.home))
     monkeypatch.setenv("JACKED_USER_NAME", "ada")
+    # answered in this process: the filter added here is in this process's table, not in a daemon's
+    monkeypatch.setenv("JACKED_DAEMON", "off")
     runner = CliRunner()
     assert "--branch" in runner.invoke(app, ["search", "--help"]).output
     hit = runner.invoke(app, ["search", QUERY, "--branch", "master", "--json"])

@@ -73,5 +73,7 @@ def test_the_issue_find_finds_nothing_after_backfill_search_and_hook(tmp_path: P
     model.replace(target)
     model.symlink_to(target)
     (home / ".owner-only").unlink()
+    if env.get("JACKED_DAEMON") != "off":  # an upgrade replaces the older jacked's daemon: the new one fixes it
+        jacked("daemon", "stop")
     jacked("search", "compaction", "--json")
     assert loose() == [] and not model.is_symlink()

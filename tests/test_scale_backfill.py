@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import generated_corpus
+from kit import copy_home, generated_corpus
 
 from jacked.config import load_settings
 from jacked.index.content_types import DENSE_TYPES
@@ -162,7 +162,7 @@ def test_a_catalog_that_lost_its_index_records_is_brought_back_from_the_store(
 
     claude, truth = corpus
     home = tmp_path / "home"
-    shutil.copytree(clean_run[0], home)
+    copy_home(clean_run[0], home)
     shutil.copytree(claude, tmp_path / "claude")
     session = max((s for s in truth["sessions"] if not s["malformed_lines"] and len(s["turns"]) > 2),
                   key=lambda s: len(s["turns"]))

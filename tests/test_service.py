@@ -82,3 +82,21 @@ def test_a_service_that_keeps_the_index_open_holds_it_until_closed(jacked: Jacke
         assert again.count() == status["points"]
     finally:
         again.close()
+
+
+def test_rescan_before_next_call_sees_a_transcript_written_since_the_last_scan(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A long-lived service (the daemon's) scans again at the next call when told to, however recent
+    its last scan; otherwise it answers from the catalog for `rescan_seconds`."""
+    claude = tmp_path_factory.mktemp("rescan-claude")
+    sources = sorted(p for p in (REAL / "projects" / PROJECT).glob("*.jsonl")
+                     if p.stat().st_size and not p.name.startswith("agent-"))
+    (claude / "projects" / PROJECT).mkdir(parents=True)
+    shutil.copy(sources[0], claude / "projects" / PROJECT / sources[0].name)
+    jk = Jacked(load_settings(claude, jacked_home=str(tmp_path_factory.mktemp("rescan-home"))))
+    first = {s["session_id"] for s in jk.sessions(limit=100)}
+    assert first == {sources[0].stem}
+    shutil.copy(sources[1], claude / "projects" / PROJECT / sources[1].name)
+    assert {s["session_id"] for s in jk.sessions(limit=100)} == first  # scanned a moment ago
+    jk.rescan_before_next_call()
+    assert {s["session_id"] for s in jk.sessions(limit=100)} == {sources[0].stem, sources[1].stem}

@@ -1,6 +1,7 @@
 """What every CLI module shares: settings from global options, JSON output, clean errors."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -9,10 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-
 from jacked.errors import JackedError
 from jacked.schema import dumps
+from jacked.surfaces.cli.params import echo
 
 if TYPE_CHECKING:  # the service and the settings are imported by the commands that need them, not at start-up
     from jacked.config import Settings
@@ -70,7 +70,7 @@ def stdout_console() -> Console:
 
 def warn(message: str) -> None:
     """Progress and warnings go to stderr so `--json` stdout stays clean."""
-    typer.echo(message, err=True)
+    echo(message, err=True)
 
 
 def service(scan: bool = True) -> Jacked:
@@ -96,6 +96,8 @@ def daemon_service(scan: bool = True) -> object | None:
     from jacked.surfaces.daemon.protocol import locate
 
     where = locate(STATE.claude_dir)
+    if not where.claude_dir_given and os.environ.get("CLAUDE_CONFIG_DIR", "").strip() and not where.claude_dir.is_dir():
+        return None  # a mistyped CLAUDE_CONFIG_DIR: this process says so in one line, and no daemon home is made
     try:
         client = connect(where)
     except DaemonUnavailable as e:

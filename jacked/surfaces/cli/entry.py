@@ -1,6 +1,7 @@
 """Console entry point: `jacked index --hook` and `jacked recall --hook` take a fast path that skips the CLI framework.
 
-A hook runs at every turn of Claude Code, so its start-up time matters; everything else goes
+A hook runs at every turn of Claude Code, so its start-up time matters; so does a read command a
+daemon answers (`jacked.surfaces.cli.fast`: the same command, without typer); everything else goes
 to the typer app in `jacked.surfaces.cli.main`. `run` owns the process: it ends it with the
 command's exit code once the exit handlers ran (call `jacked.surfaces.cli.main.run`, or the
 service, from a process that goes on).
@@ -12,6 +13,8 @@ import os
 import sys
 
 _exit_code = 0
+#: Read commands that skip typer when a daemon answers them (`jacked.surfaces.cli.fast.COMMANDS`).
+_FAST_COMMANDS = frozenset({"sessions", "turns", "search", "stats", "status"})
 
 
 def run() -> None:
@@ -56,6 +59,15 @@ def run() -> None:
                     print(f"jacked: {e}; serving MCP in this process (JACKED_DAEMON=off says so quietly)",
                           file=sys.stderr)
                     os.environ["JACKED_DAEMON"] = "off"  # said once: the command below serves in-process
+        if sys.argv[1:2] and sys.argv[1] in _FAST_COMMANDS:  # the daemon answers: typer would cost more
+            from jacked.surfaces.daemon.protocol import daemon_enabled
+
+            if daemon_enabled():
+                from jacked.surfaces.cli.fast import run_fast
+
+                code = run_fast(sys.argv[1:])
+                if code is not None:
+                    sys.exit(code)
         from jacked.surfaces.cli.main import run as run_cli
 
         run_cli()

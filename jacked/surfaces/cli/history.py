@@ -1,16 +1,18 @@
 """`jacked scan | sessions | turns | export | show`: argument parsing and output formatting only."""
 from __future__ import annotations
 
-from typing import Any, Optional
-
-import typer
+from typing import TYPE_CHECKING, Any, Optional
 
 from jacked.surfaces.cli.common import (CliError, print_json, print_jsonl, progress_bar, require_projects, service,
                                        stdout_console, warn)
+from jacked.surfaces.cli.params import Argument, Option, echo, typed
 from jacked.util.text import counted, noun
 
+if TYPE_CHECKING:
+    import typer
 
-def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan report as JSON.")) -> None:
+
+def scan_cmd(json_out: bool = Option(False, "--json", help="Print the scan report as JSON.")) -> None:
     """Read every session of the Claude directory into the catalog (incremental)."""
     jk = service()
     require_projects(jk.settings)
@@ -19,35 +21,35 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
     if json_out:
         print_json(report.to_json())
         return
-    typer.echo(f"{counted(report.sessions, 'session')} ({report.sessions_scanned} read, {report.sessions_unchanged} "
-               f"unchanged), {counted(report.turns, 'turn')}, {counted(report.lines_read, 'line')} read, "
-               f"{report.lines_skipped} skipped, "
-               f"{report.bytes_read / 1e6:.1f} MB in {report.seconds:.2f}s")
+    echo(f"{counted(report.sessions, 'session')} ({report.sessions_scanned} read, {report.sessions_unchanged} "
+         f"unchanged), {counted(report.turns, 'turn')}, {counted(report.lines_read, 'line')} read, "
+         f"{report.lines_skipped} skipped, "
+         f"{report.bytes_read / 1e6:.1f} MB in {report.seconds:.2f}s")
     if report.tool_results_missing:
         warn(f"jacked: {report.tool_results_missing} tool result(s) refer to a tool-results/ file that is gone "
              "(their preview is kept)")
     if report.files_without_session:
-        typer.echo(f"  {counted(report.files_without_session, 'file')} holding no session passed over "
-                   f"({NOT_SESSIONS})")
+        echo(f"  {counted(report.files_without_session, 'file')} holding no session passed over "
+             f"({NOT_SESSIONS})")
     if report.sessions_excluded or report.sessions_forgotten:
-        typer.echo(f"  {report.sessions_excluded} kept out now (exclude, #nomem), {report.sessions_forgotten} "
-                   "forgotten earlier and passed over (`jacked forget --list`)")
+        echo(f"  {report.sessions_excluded} kept out now (exclude, #nomem), {report.sessions_forgotten} "
+             "forgotten earlier and passed over (`jacked forget --list`)")
     h = report.history
     if h.get("sessions"):
-        typer.echo(f"  of them {h['sessions']} prompt-only (transcript deleted; prompts from history.jsonl): "
-                   f"{h['sessions_built']} built now, {h['lines_read']} history lines read, "
-                   f"{h['lines_malformed'] + h['lines_without_session']} skipped")
+        echo(f"  of them {h['sessions']} prompt-only (transcript deleted; prompts from history.jsonl): "
+             f"{h['sessions_built']} built now, {h['lines_read']} history lines read, "
+             f"{h['lines_malformed'] + h['lines_without_session']} skipped")
     for err in jk.unsaid(report.errors):
         warn(f"skipped: {err}")
 
 
 def sessions_cmd(
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
-    since: Optional[str] = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w, 3m, 1y or a date."),
-    until: Optional[str] = typer.Option(None, "--until", help="Only sessions started by: 7d, 2w, 3m, 1y or a date "
-                                        "(that whole day)."),
-    limit: int = typer.Option(20, "-n", "--limit", min=1, help="How many sessions, newest first."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    repo: Optional[str] = Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: Optional[str] = Option(None, "--since", help="Only sessions active since: 7d, 2w, 3m, 1y or a date."),
+    until: Optional[str] = Option(None, "--until", help="Only sessions started by: 7d, 2w, 3m, 1y or a date "
+                                  "(that whole day)."),
+    limit: int = Option(20, "-n", "--limit", min=1, help="How many sessions, newest first."),
+    json_out: bool = Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List sessions, newest first."""
     rows = service().sessions(repo, limit, since=since, until=until)
@@ -57,16 +59,16 @@ def sessions_cmd(
     if not rows:
         bounds = [f"for repo {repo}" if repo else "", f"since {since}" if since else "",
                   f"until {until}" if until else ""]
-        typer.echo(" ".join(["no sessions found", *(b for b in bounds if b)]))
+        echo(" ".join(["no sessions found", *(b for b in bounds if b)]))
         return
     for r in rows:
         label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
         cost = r.get("cost_usd")
         usd = ("?" if r.get("api_calls") else "-") if cost is None else f"${cost:,.2f}"
-        typer.echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {r.get('agent') or 'claude':8} "
-                   f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} {noun(r['turn_count'] or 0, 'turn'):5} {usd:>8}  "
-                   f"{mark + ' ' if mark else ''}{label[:70]}")
+        echo(f"{r['session_id'][:8]}  {(r['started_at'] or '')[:16]:16}  {r.get('agent') or 'claude':8} "
+             f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} {noun(r['turn_count'] or 0, 'turn'):5} {usd:>8}  "
+             f"{mark + ' ' if mark else ''}{label[:70]}")
 
 
 # What the files that hold no session are (a scan reads them, nothing lists them).
@@ -81,8 +83,8 @@ SOURCE_NOTES = {
 
 
 def turns_cmd(
-    session: str = typer.Argument(..., help="Session id, unique prefix, or transcript path."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    session: str = Argument(..., help="Session id, unique prefix, or transcript path."),
+    json_out: bool = Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every turn of a session: prompt, tool calls, metrics."""
     data = service().turns(session)
@@ -90,12 +92,12 @@ def turns_cmd(
         print_json(data)
         return
     for t in data["turns"]:
-        typer.echo(f"#{t['index']:<3} {_one_line(t['prompt'])[:80]}")
-        typer.echo(f"     {_metrics_line(t)}")
+        echo(f"#{t['index']:<3} {_one_line(t['prompt'])[:80]}")
+        echo(f"     {_metrics_line(t)}")
 
 
 def export_cmd(
-    sessions: Optional[list[str]] = typer.Argument(None, help="Session ids or prefixes (default: all)."),
+    sessions: Optional[list[str]] = Argument(None, help="Session ids or prefixes (default: all)."),
 ) -> None:
     """Export sessions with their turns as JSON Lines (one line per session)."""
     for row in service().export_iter(sessions or None):  # streamed: one session in memory at a time
@@ -103,8 +105,8 @@ def export_cmd(
 
 
 def show_cmd(
-    session: str = typer.Argument(..., help="Session id, unique prefix, or transcript path."),
-    turn: Optional[int] = typer.Option(None, "--turn", help="Only this turn."),
+    session: str = Argument(..., help="Session id, unique prefix, or transcript path."),
+    turn: Optional[int] = Option(None, "--turn", help="Only this turn."),
 ) -> None:
     """A readable view of a session: prompts, tool calls by sequence, parallel batches, errors."""
     row, data = service().session_view(session)
@@ -224,8 +226,8 @@ def render_turn(t: dict[str, Any], subs: dict[str, dict[str, Any]], before: dict
 
 
 def register(app: typer.Typer) -> None:
-    app.command("scan")(scan_cmd)
-    app.command("sessions")(sessions_cmd)
-    app.command("turns")(turns_cmd)
-    app.command("export")(export_cmd)
-    app.command("show")(show_cmd)
+    app.command("scan")(typed(scan_cmd))
+    app.command("sessions")(typed(sessions_cmd))
+    app.command("turns")(typed(turns_cmd))
+    app.command("export")(typed(export_cmd))
+    app.command("show")(typed(show_cmd))

@@ -6,7 +6,6 @@ stderr and exit code 1 — never a traceback.
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Optional
@@ -37,8 +36,8 @@ from jacked.surfaces.cli import timeline as timeline_cli
 from jacked.surfaces.cli import ui as ui_cli
 from jacked.surfaces.cli import daemon_cmd as daemon_cli
 from jacked.surfaces.cli import usage as usage_cli
-from jacked.errors import JackedError
 from jacked.surfaces.cli.common import STATE, CliError
+from jacked.surfaces.cli.params import error_line, expected_errors
 
 
 def _hide_flag_types() -> None:
@@ -103,13 +102,6 @@ daemon_cli.register(app)
 schema_cli.register(app)
 
 
-def _expected_errors() -> tuple[type[BaseException], ...]:
-    """Exception types that mean "the user's input or setup is wrong", not a bug: every
-    JackedError (CliError, ConfigError, StoreBusy, TokenizerUnavailable, …), a damaged
-    database and a file system error."""
-    return (JackedError, sqlite3.DatabaseError, OSError)
-
-
 def run() -> None:
     """Console entry point."""
     if os.environ.get("NO_COLOR"):
@@ -139,9 +131,8 @@ def run() -> None:
         code = 130
     except BrokenPipeError:
         code = 0
-    except _expected_errors() as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        typer.echo(f"jacked: {msg}", err=True)
+    except expected_errors() as e:
+        typer.echo(error_line(e), err=True)
         code = 1
     sys.exit(code)
 

@@ -5,20 +5,22 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
-
-import typer
+from typing import TYPE_CHECKING, Any, Optional
 
 from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, service
+from jacked.surfaces.cli.params import Argument, Option, echo, typed
+
+if TYPE_CHECKING:
+    import typer
 
 
 def search_cmd(
-    query: Optional[str] = typer.Argument(None, help="What to look for (words, a paraphrase, an error message)."),
-    scope: Optional[str] = typer.Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
-    mine: bool = typer.Option(False, "--mine", help="Only your own sessions."),
-    limit: int = typer.Option(10, "-n", "--limit", help="How many sessions."),
-    batch: Optional[Path] = typer.Option(None, "--batch", help="One query per line of FILE; JSON Lines out."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    query: Optional[str] = Argument(None, help="What to look for (words, a paraphrase, an error message)."),
+    scope: Optional[str] = Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
+    mine: bool = Option(False, "--mine", help="Only your own sessions."),
+    limit: int = Option(10, "-n", "--limit", help="How many sessions."),
+    batch: Optional[Path] = Option(None, "--batch", help="One query per line of FILE; JSON Lines out."),
+    json_out: bool = Option(False, "--json", help="Print JSON."),
     **filters: Any,
 ) -> None:
     """Find past sessions: hybrid semantic + keyword search, grouped by session."""
@@ -43,7 +45,7 @@ def search_cmd(
             if json_out:
                 print_jsonl(r)
             else:
-                typer.echo(f"# {r['query']}")
+                echo(f"# {r['query']}")
                 _print_human(r)
         return
     if json_out:
@@ -56,11 +58,11 @@ def _with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
     """`command` with one `--name` option per entry of the search-filter table (jacked.query.filters)."""
     from jacked.query.filters import FILTERS
 
-    signature = inspect.signature(command)
+    signature = inspect.signature(command, eval_str=True)
     fixed = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     options = [inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY,
                                  annotation=Optional[list[str]] if spec.many else Optional[str],
-                                 default=typer.Option(None, *spec.flags, help=spec.help)) for spec in FILTERS]
+                                 default=Option(None, *spec.flags, help=spec.help)) for spec in FILTERS]
 
     @functools.wraps(command)
     def with_filters(**kwargs: Any) -> None:
@@ -79,22 +81,28 @@ def _print_human(result: dict[str, Any]) -> None:
 
         until = datetime.fromisoformat(when["until"])
         last_day = until - timedelta(days=1) if until.time() == datetime.min.time() else until  # until is exclusive
-        typer.echo(f"(\"{when['phrase']}\" read as {when['since'][:10]} to {last_day.date().isoformat()}; "
-                   "give --since to choose the dates yourself)")
+        echo(f"(\"{when['phrase']}\" read as {when['since'][:10]} to {last_day.date().isoformat()}; "
+             "give --since to choose the dates yourself)")
     if not result["results"]:
-        typer.echo("no matching sessions")
+        echo("no matching sessions")
         return
     if result.get("confidence") == "low":
-        typer.echo("(nothing matched well: these are the closest sessions, likely not the one you mean)")
+        echo("(nothing matched well: these are the closest sessions, likely not the one you mean)")
     for i, r in enumerate(result["results"], 1):
         label = r.get("title") or r.get("first_prompt") or ""
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
         exact = "= " if r.get("exact") else ""
-        typer.echo(f"{i:>2}. {exact}{r['score']:.4f}  {r.get('agent') or 'claude'}  {r.get('repo_name') or '-'}  {r['age']}  "
-                   f"{r.get('user_name') or ''}  {r['session_id'][:8]}  {mark + ' ' if mark else ''}{label[:80]}")
+        echo(f"{i:>2}. {exact}{r['score']:.4f}  {r.get('agent') or 'claude'}  {r.get('repo_name') or '-'}  {r['age']}  "
+             f"{r.get('user_name') or ''}  {r['session_id'][:8]}  {mark + ' ' if mark else ''}{label[:80]}")
         for m in r["matches"]:
-            typer.echo(f"      [{m['content_type']}] {m['text'][:160]}")
+            echo(f"      [{m['content_type']}] {m['text'][:160]}")
+
+
+def search_command() -> Callable[..., None]:
+    """What `jacked search` runs, whichever parser reads its arguments (jacked.surfaces.cli.fast):
+    made when asked, from the filter table as it is then."""
+    return _with_filter_options(search_cmd)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("search")(_with_filter_options(search_cmd))
+    app.command("search")(typed(search_command()))

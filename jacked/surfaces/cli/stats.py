@@ -1,24 +1,26 @@
 """`jacked stats`: argument parsing and output formatting only (see `jacked.query.stats`)."""
 from __future__ import annotations
 
-from typing import Any, Optional
-
-import typer
+from typing import TYPE_CHECKING, Any, Optional
 
 from jacked.surfaces.cli.common import print_json, service
+from jacked.surfaces.cli.params import Option, echo, typed
 from jacked.util.text import counted
+
+if TYPE_CHECKING:
+    import typer
 
 
 def stats_cmd(
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
-    since: Optional[str] = typer.Option(None, "--since", help="Only turns since: 7d, 2w, 3m, 1y or a date."),
-    session: Optional[str] = typer.Option(None, "--session", help="Only this session (id, prefix or path)."),
-    tool: Optional[str] = typer.Option(None, "--tool", help="Detail for one tool: position, before / after."),
-    subagents: bool = typer.Option(False, "--subagents", help="Count the subagents' own tool calls too."),
-    top: int = typer.Option(10, "-n", "--top", min=1, help="Rows in each top list."),
-    no_scan: bool = typer.Option(False, "--no-scan", help="Answer from the catalog as it is (skip the "
-                                 "check for new transcript lines)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    repo: Optional[str] = Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: Optional[str] = Option(None, "--since", help="Only turns since: 7d, 2w, 3m, 1y or a date."),
+    session: Optional[str] = Option(None, "--session", help="Only this session (id, prefix or path)."),
+    tool: Optional[str] = Option(None, "--tool", help="Detail for one tool: position, before / after."),
+    subagents: bool = Option(False, "--subagents", help="Count the subagents' own tool calls too."),
+    top: int = Option(10, "-n", "--top", min=1, help="Rows in each top list."),
+    no_scan: bool = Option(False, "--no-scan", help="Answer from the catalog as it is (skip the "
+                           "check for new transcript lines)."),
+    json_out: bool = Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Tool use, errors, files, commands, tokens and tool patterns, from the catalog."""
     from jacked.query.stats import StatsQuery
@@ -28,7 +30,7 @@ def stats_cmd(
     if json_out:
         print_json(data)
     else:
-        typer.echo(render(data))
+        echo(render(data))
 
 
 def render(d: dict[str, Any]) -> str:
@@ -90,4 +92,4 @@ def render(d: dict[str, Any]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("stats")(stats_cmd)
+    app.command("stats")(typed(stats_cmd))

@@ -419,7 +419,9 @@ def _start(paths: DaemonPaths, where: Where) -> None:
             status = client.status()
             if status is not None and _matches(status, where):
                 return  # another client started it meanwhile
-            cmd = [sys.executable, "-m", "jacked.surfaces.daemon", "run", "--spawned", "--home", str(where.home)]
+            # -P: not the current folder first on the module path, where a `jacked` folder (a checkout
+            # of it) would be run instead of the installed jacked this client runs
+            cmd = [sys.executable, "-P", "-m", "jacked.surfaces.daemon", "run", "--spawned", "--home", str(where.home)]
             if where.claude_dir_given:
                 cmd += ["--claude-dir", str(where.claude_dir)]
             with open(paths.log, "ab") as log:

@@ -269,7 +269,7 @@ class Daemon:
         jk.warn = lambda message: emit({"warn": message})
         jk.scan_enabled = bool(options.get("scan", True))
         if jk.scan_enabled:
-            jk._scanned_at = None  # a command sees the transcripts as they are now, as in its own process
+            jk.rescan_before_next_call()
         backfill: _Backfill | None = None
         if method == "backfill":
             backfill = self.backfill = _Backfill()
