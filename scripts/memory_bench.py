@@ -69,24 +69,52 @@ LAYOUT = {
 class Session:
     key: str  # "<agent>:<the agent's own session id>" or, for Aider, "aider:<folder>@<header time>"
     agent: str
-    text: str  # the raw text grep sees
+    messages: tuple[str, ...]  # one per record (a JSONL line, a stored message or part, an Aider prompt or reply)
+
+    @property
+    def text(self) -> str:
+        """The raw text grep sees (the same as `search_eval.file_text` over the session's files)."""
+        return "\n".join(self.messages)
 
 
 # --------------------------------------------------------------------------- the sessions
+def file_messages(path: Path) -> list[str]:
+    """A file's records: each JSONL line's strings (as `search_eval.file_text` reads them), or a
+    Markdown file whole."""
+    if path.suffix == ".md":
+        return [file_text(path)]
+    out = []
+    with path.open("rb") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("message"), str):
+                try:  # some lines write `message` as a JSON string
+                    rec["message"] = json.loads(rec["message"])
+                except ValueError:
+                    pass
+            texts = strings_in(rec)
+            if texts:
+                out.append("\n".join(texts))
+    return out
+
+
 def claude_sessions(claude_dir: Path) -> list[Session]:
     sys.path.insert(0, str(ROOT / "tests"))
     from independent_count import count_dir  # the stdlib-only second reading of a Claude dir
 
-    ids = [sid for sid, s in count_dir(claude_dir)["sessions"].items() if s["prompts"]]
-    return [Session(f"claude:{sid}", "claude",
-                    "\n".join(file_text(f) for f in real_session_files(claude_dir, sid))) for sid in sorted(ids)]
+    ids = sorted(sid for sid, s in count_dir(claude_dir)["sessions"].items() if s["prompts"])
+    return [Session(f"claude:{sid}", "claude", tuple(m for f in real_session_files(claude_dir, sid)
+                                                    for m in file_messages(f))) for sid in ids]
 
 
 def codex_sessions(codex_home: Path) -> list[Session]:
     out = []
     for path in sorted(codex_home.rglob("rollout-*.jsonl")):
         sid = re.search(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$", path.name)
-        out.append(Session(f"codex:{sid.group(1) if sid else path.stem}", "codex", file_text(path)))
+        out.append(Session(f"codex:{sid.group(1) if sid else path.stem}", "codex", tuple(file_messages(path))))
     return out
 
 
@@ -94,49 +122,61 @@ def gemini_sessions(gemini_home: Path) -> list[Session]:
     out = []
     for path in sorted(gemini_home.rglob("chats/session-*.json")):
         chat = json.loads(path.read_text(encoding="utf-8"))
-        out.append(Session(f"gemini:{chat['sessionId']}", "gemini", "\n".join(strings_in(chat))))
+        head = {k: v for k, v in chat.items() if k != "messages"}
+        messages = [strings_in(head), *(strings_in(m) for m in chat.get("messages", []))]
+        out.append(Session(f"gemini:{chat['sessionId']}", "gemini", tuple("\n".join(m) for m in messages if m)))
     return out
 
 
 def opencode_sessions(data_dir: Path) -> list[Session]:
-    """The JSON store (session, message and part files) and the 2.x database (session_message)."""
-    out = []
+    """The JSON store (session, message and part files) and the 2.x database (`session_message`
+    rows); a subagent's child session is read with its parent, as Claude Code's subagents are."""
+    found: dict[str, list[str]] = {}
+    parent: dict[str, str] = {}
     storage = data_dir / "storage"
     for info_file in sorted(storage.glob("session/*/*.json")):
         sid = info_file.stem
+        info = json.loads(info_file.read_text(encoding="utf-8"))
+        if info.get("parentID"):
+            parent[sid] = info["parentID"]
         files = [info_file, *sorted(storage.glob(f"message/{sid}/*.json"))]
         files += [p for m in files[1:] for p in sorted(storage.glob(f"part/{m.stem}/*.json"))]
-        texts = [t for f in files for t in strings_in(json.loads(f.read_text(encoding="utf-8")))]
-        out.append(Session(f"opencode:{sid}", "opencode", "\n".join(texts)))
+        found[sid] = ["\n".join(strings_in(json.loads(f.read_text(encoding="utf-8")))) for f in files]
     db = data_dir / "opencode.db"
     if db.exists():
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
-            for (sid,) in con.execute("SELECT id FROM session_v2 ORDER BY id"):
+            for sid, parent_id in con.execute("SELECT id, parent_id FROM session_v2 ORDER BY id"):
                 rows = con.execute("SELECT data FROM session_message WHERE session_id = ? ORDER BY seq", (sid,))
-                texts = [t for (data,) in rows for t in strings_in(json.loads(data))]
-                if texts:
-                    out.append(Session(f"opencode:{sid}", "opencode", "\n".join(texts)))
+                found[sid] = ["\n".join(strings_in(json.loads(data))) for (data,) in rows]
+                if parent_id:
+                    parent[sid] = parent_id
         finally:
             con.close()
-    return out
+    for child, top in parent.items():
+        if top in found and child in found:
+            found[top] += found.pop(child)
+    return [Session(f"opencode:{sid}", "opencode", tuple(m for m in ms if m)) for sid, ms in sorted(found.items())
+            if any(ms)]
 
 
-def aider_blocks(chat_file: Path) -> list[tuple[str, str]]:
-    """(header time, block text) of each session of a chat history that typed a prompt."""
+def aider_blocks(chat_file: Path) -> list[tuple[str, list[str]]]:
+    """(header time, records) of each session of a chat history that typed a prompt; a record is
+    a run of `#### ` prompt lines or the text up to the next prompt."""
     text = chat_file.read_text(encoding="utf-8", errors="replace")
     starts = [m.start() for m in AIDER_HEADER.finditer(text)] + [len(text)]
     blocks = []
     for a, b in zip(starts, starts[1:]):
         block = text[a:b]
         if re.search(r"^#### ", block, re.M):  # a run that typed nothing is no session
-            blocks.append((AIDER_HEADER.match(block).group(1), block))
+            pieces = re.split(r"((?:^#### .*\n?)+)", block, flags=re.M)
+            blocks.append((AIDER_HEADER.match(block).group(1), [p for p in pieces if p]))
     return blocks
 
 
 def aider_sessions(root: Path) -> list[Session]:
-    return [Session(f"aider:{f.parent.name}@{when}", "aider", block)
-            for f in sorted(root.glob("*/.aider.chat.history.md")) for when, block in aider_blocks(f)]
+    return [Session(f"aider:{f.parent.name}@{when}", "aider", tuple(records))
+            for f in sorted(root.glob("*/.aider.chat.history.md")) for when, records in aider_blocks(f)]
 
 
 def all_sessions() -> list[Session]:
