@@ -48,7 +48,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from search_eval import bm25_rank, file_text, first_rank, real_session_files, strings_in, table  # noqa: E402
+from search_eval import bm25_rank, file_text, first_rank, real_session_files, record_strings, strings_in, table  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 BENCH = ROOT / "benchmarks" / "memory"
@@ -88,22 +88,7 @@ def file_messages(path: Path) -> list[str]:
     Markdown file whole."""
     if path.suffix == ".md":
         return [file_text(path)]
-    out = []
-    with path.open("rb") as fh:
-        for line in fh:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and isinstance(rec.get("message"), str):
-                try:  # some lines write `message` as a JSON string
-                    rec["message"] = json.loads(rec["message"])
-                except ValueError:
-                    pass
-            texts = strings_in(rec)
-            if texts:
-                out.append("\n".join(texts))
-    return out
+    return ["\n".join(texts) for texts in record_strings(path) if texts]
 
 
 def claude_sessions(claude_dir: Path) -> list[Session]:
