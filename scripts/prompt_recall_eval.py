@@ -1,12 +1,16 @@
 """How the UserPromptSubmit recall hook does on real histories: hit rate, false injections, cost.
 
     python scripts/prompt_recall_eval.py [--claude-dir DIR] [--home DIR] [--labels FILE] [--timing N] [--json]
+                                         [--aider-root DIR]
 
 Labels (`tests/fixtures/prompt_recall/labels.jsonl`, one prompt a line): `prompt`, `cwd`,
 `session_id` (the session it is typed in: never offered back), `until` (the history as it stood
 then: sessions started later are ignored; null = all), `expect` (the sessions it follows up; []:
 it follows up nothing). Real prompts of the real fixtures (`source: real ...`) and prompts written
-in the user's words about real sessions (`source: written ...`).
+in the user's words about real sessions (`source: written ...`). Labels with `agent: aider` are
+real prompts of Aider's own public history (benchmarks/memory/aider, read through
+`JACKED_AIDER_ROOT`): their `cwd` is a folder under that root and their sessions are named
+`aider:<folder>@<header time>`, resolved here to jacked's ids (which hash the file's path).
 
 Figures: hit rate (follow-up prompts whose context names an expected session), false injections
 (prompts that follow up nothing but get context), the largest context in tokens; with `--timing N`,
@@ -28,6 +32,22 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 LABELS = REPO / "tests" / "fixtures" / "prompt_recall" / "labels.jsonl"
 REAL = REPO / "tests" / "fixtures" / "claude-code" / "real"
+AIDER_ROOT = REPO / "benchmarks" / "memory" / "aider"
+
+
+def resolve_aider(labels: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """Aider labels with a real `cwd` and jacked's session ids in place of `aider:<folder>@<time>`."""
+    from jacked.sources.aider.history import Block
+    from jacked.sources.aider.source import session_id_of
+
+    def sid(key: str) -> str:
+        folder, started = key.removeprefix("aider:").split("@")
+        return session_id_of(root / folder / ".aider.chat.history.md", Block(started, 0, "", 0))
+
+    return [lab if lab.get("agent") != "aider" else
+            {**lab, "cwd": str((root / lab["cwd"].removeprefix("aider/")).absolute()),
+             "session_id": sid(lab["session_id"]), "expect": [sid(e) for e in lab["expect"]]}
+            for lab in labels]
 
 
 def load_labels(path: Path) -> list[dict[str, Any]]:
@@ -43,7 +63,8 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
         injected = said["sessions"]
         outcomes.append({"prompt": lab["prompt"][:80], "expect": [e[:8] for e in lab["expect"]],
                          "injected": [s[:8] for s in injected], "tokens": said["tokens"], "reason": said["reason"],
-                         "hit": bool(set(injected) & set(lab["expect"])), "source": lab["source"].split(":")[0]})
+                         "hit": bool(set(injected) & set(lab["expect"])), "source": lab["source"].split(":")[0],
+                         "agent": lab.get("agent", "claude")})
     follow = [o for o in outcomes if o["expect"]]
     nothing = [o for o in outcomes if not o["expect"]]
     figures: dict[str, Any] = {
@@ -55,10 +76,13 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
         "other_sessions_named": sum(len(set(o["injected"]) - set(o["expect"])) for o in follow),
         "max_tokens_used": max((o["tokens"] for o in outcomes), default=0), "budget": max_tokens,
     }
-    for kind in ("real", "written"):
-        f = [o for o in follow if o["source"] == kind]
-        n = [o for o in nothing if o["source"] == kind]
-        figures[kind] = {"hits": f"{sum(o['hit'] for o in f)}/{len(f)}",
+    groups = {kind: lambda o, kind=kind: o["source"] == kind for kind in ("real", "written")}
+    groups.update({f"real_{agent}": lambda o, agent=agent: o["source"] == "real" and o["agent"] == agent
+                   for agent in sorted({o["agent"] for o in outcomes})})
+    for name, member in groups.items():
+        f = [o for o in follow if member(o)]
+        n = [o for o in nothing if member(o)]
+        figures[name] = {"hits": f"{sum(o['hit'] for o in f)}/{len(f)}",
                          "false_injections": f"{sum(bool(o['injected']) for o in n)}/{len(n)}"}
     return {"figures": figures, "outcomes": outcomes}
 
@@ -95,16 +119,22 @@ def main() -> None:
     ap.add_argument("--claude-dir", type=Path, default=REAL)
     ap.add_argument("--home", type=Path, required=True, help="JACKED_HOME (indexed on first use)")
     ap.add_argument("--labels", type=Path, default=LABELS)
+    ap.add_argument("--aider-root", type=Path, default=AIDER_ROOT, help="the Aider histories the aider labels name")
     ap.add_argument("--max-tokens", type=int, default=300)
     ap.add_argument("--timing", type=int, default=0, metavar="N", help="also time the hook, N runs")
     ap.add_argument("--verbose", action="store_true", help="print every outcome")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    os.environ.update(CLAUDE_CONFIG_DIR=str(args.claude_dir), JACKED_HOME=str(args.home), JACKED_DAEMON="off")
+    # Every other agent's source points at an empty folder: never at this machine's own histories.
+    nowhere = args.home / "no-agent-data"
+    nowhere.mkdir(parents=True, exist_ok=True)
+    os.environ.update(CLAUDE_CONFIG_DIR=str(args.claude_dir), JACKED_HOME=str(args.home), JACKED_DAEMON="off",
+                      JACKED_AIDER_ROOT=str(args.aider_root), CODEX_HOME=str(nowhere),
+                      GEMINI_CLI_HOME=str(nowhere), XDG_DATA_HOME=str(nowhere))
     from jacked.config import load_settings
     from jacked.service import Jacked
 
-    labels = load_labels(args.labels)
+    labels = resolve_aider(load_labels(args.labels), args.aider_root)
     service = Jacked(load_settings(args.claude_dir), scan=False, warn=lambda m: print(m, file=sys.stderr))
     if not service.status().get("points"):
         service.backfill()
@@ -118,7 +148,7 @@ def main() -> None:
     if args.verbose:
         for o in result["outcomes"]:
             mark = ("HIT " if o["hit"] else "MISS") if o["expect"] else ("FALSE" if o["injected"] else "ok  ")
-            print(f"{mark} {o['source']:7s} expect={o['expect']} got={o['injected']} ({o['reason']}) {o['prompt']!r}")
+            print(f"{mark} {o['source']:7s} {o['agent']:6s} expect={o['expect']} got={o['injected']} ({o['reason']}) {o['prompt']!r}")
     print(json.dumps(result["figures"], indent=2))
 
 

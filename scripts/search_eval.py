@@ -64,10 +64,9 @@ def strings_in(obj: Any) -> list[str]:
     return out
 
 
-def file_text(path: Path) -> str:
-    if path.suffix == ".md":
-        return path.read_text(errors="replace")
-    parts: list[str] = []
+def record_strings(path: Path) -> list[list[str]]:
+    """Each JSON line's strings (`strings_in`), one list per line; bad lines skipped."""
+    records: list[list[str]] = []
     with path.open("rb") as fh:
         for line in fh:
             try:
@@ -80,8 +79,14 @@ def file_text(path: Path) -> str:
                     rec["message"] = json.loads(msg)
                 except ValueError:
                     pass
-            parts.extend(strings_in(rec))
-    return "\n".join(parts)
+            records.append(strings_in(rec))
+    return records
+
+
+def file_text(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text(errors="replace")
+    return "\n".join(t for texts in record_strings(path) for t in texts)
 
 
 def real_session_files(claude_dir: Path, session_id: str) -> list[Path]:
