@@ -368,7 +368,7 @@ def bench_stats(claude_dir: Path, repeat: int, sessions: int = 1000) -> dict[str
         cat.close()
         exe = Path(sys.executable).parent / "jacked"
         env = dict(os.environ, CLAUDE_CONFIG_DIR=str(corpus), JACKED_HOME=str(work / "home"))
-        run = lambda *a: subprocess.run([str(exe), *a], env=env, capture_output=True, check=True)  # noqa: E731
+        run = lambda *a: subprocess.run([str(exe), *a], env=env, capture_output=True, check=True)  # noqa: E731  # a one-line runner
         t_cli = best_of(repeat, lambda: run("stats", "--json"))
         t_cli_noscan = best_of(repeat, lambda: run("stats", "--json", "--no-scan"))
         t_help = best_of(repeat, lambda: run("--help"))
@@ -938,8 +938,8 @@ def bench_daemon(claude_dir: Path, repeat: int, runs: int = 15) -> dict[str, flo
         subprocess.run(exe + ["daemon", "start"], env=on, capture_output=True, check=True)
         wall(exe + ["search", "warm up"], on)
         times: dict[str, list[float]] = {"pass": []}
-        for mode, env in (("daemon", on), ("in-process", off)):
-            for name, (args, stdin) in commands.items():
+        for mode in ("daemon", "in-process"):
+            for name in commands:
                 times[f"{mode} {name}"] = []
         for _ in range(runs):  # in alternation, so that the machine's swings hit every figure alike
             times["pass"].append(wall([sys.executable, "-c", "pass"], base))

@@ -34,6 +34,7 @@ from jacked.index.store import (
 )
 from jacked.index.store.edge import EdgeStore
 from jacked.index.store.server import ServerStore
+from datetime import UTC
 
 REPO = Path(__file__).resolve().parents[1]
 DIMS = 384
@@ -273,9 +274,9 @@ def test_open_without_model_needs_an_index(backend: Backend) -> None:
 
 
 def test_ts_derived_from_iso_timestamp(store: VectorStore) -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    stamp = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    stamp = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
     new = [
         Point(id=pid(100), payload={"user_name": "carol", "timestamp": "2030-01-02T03:04:05.000Z"}, dense=[0.1] * DIMS),
         Point(id=pid(101), payload={"user_name": "carol", "ts": 5000}, dense=[0.1] * DIMS),  # int: stored as float

@@ -713,7 +713,7 @@ class DenseEmbedder:
             self.load()
             if isinstance(self._model, _MeanPooledOnnx):
                 self._model.session()  # a query's, made here rather than at the first query
-        except Exception:  # noqa: BLE001 - the first embedding loads again and raises it where it is seen
+        except Exception:
             pass
 
     def _counting_tokenizer(self) -> Tokenizer:

@@ -210,7 +210,7 @@ class Indexer:
         scanner = self._scanner(privacy)
         only = None
         if repo:
-            only = lambda g: self._group_repo(g) == repo  # noqa: E731 - tiny predicate
+            only = lambda g: self._group_repo(g) == repo  # noqa: E731  # a one-line predicate
         report = _new_report()
         if rebuild:
             index_state.forget_user(self.catalog, self.user)

@@ -91,14 +91,14 @@ def recover_from_history(scanner: SessionReader, report: ScanReport) -> HistoryR
     out = HistoryReport()
     try:
         _recover(scanner, report, out)
-    except Exception as e:  # noqa: BLE001 - history is a bonus: it must never break a scan
+    except Exception as e:
         report.errors.append(f"{scanner.claude_dir / HISTORY_FILE}: {type(e).__name__}: {e}")
     try:
         ids = scan_state.session_ids_with_source(scanner.catalog, "history")
         out.sessions = len(ids)
         seen = set(report.session_ids)
         report.session_ids.extend(sid for sid in ids if sid not in seen)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         report.errors.append(f"history sessions: {type(e).__name__}: {e}")
     return out
 
@@ -185,7 +185,7 @@ def _with_transcript(scanner: SessionReader, report: ScanReport) -> set[str]:
     if archive is not None and (archive.root / "manifest.db").exists():
         try:
             skip.update(archive_queries.main_session_ids(archive.db))
-        except Exception as e:  # noqa: BLE001 - an unreadable manifest: build from history anyway
+        except Exception as e:
             report.errors.append(f"archive manifest: {type(e).__name__}: {e}")
     return skip
 
@@ -255,7 +255,7 @@ def settle_archived(catalog: Any, discovered: Iterable[str]) -> None:
         back = sorted(archived.intersection(discovered))
         if back:
             scan_state.set_source(catalog, back, "transcript")
-    except Exception:  # noqa: BLE001, S110 - a label, never worth failing a scan over
+    except Exception:
         pass
 
 

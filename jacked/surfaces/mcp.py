@@ -21,7 +21,7 @@ import inspect
 import re
 from collections.abc import Callable
 from itertools import islice
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
@@ -353,7 +353,7 @@ def build_server(settings: Settings, scan: bool = True,
          inspect.Parameter("scope", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str, default="all"),
          inspect.Parameter("limit", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int, default=5)]
         + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                             annotation=Annotated[Optional[list[str]] if f.many else Optional[str],
+                             annotation=Annotated[list[str] | None if f.many else str | None,
                                                   Field(description=_described(f))])
            for f in search_filters.FILTERS], return_annotation=str)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -189,7 +189,7 @@ def prepare_payload(payload: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             return payload
         if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)  # transcripts write UTC
+            parsed = parsed.replace(tzinfo=UTC)  # transcripts write UTC
         return {**payload, TS_FIELD: parsed.timestamp()}
     return payload
 
@@ -262,7 +262,7 @@ class VectorStore(abc.ABC):
             raise StoreError("store is not open")
         return self._dims
 
-    def optimize(self) -> None:
+    def optimize(self) -> None:  # noqa: B027  # a hook: backends with nothing to optimise inherit this no-op
         """Build indexes / merge segments now if the backend needs it (default: nothing)."""
 
     def upkeep(self) -> bool:

@@ -26,7 +26,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ def _iso(ts: Any) -> str | None:
     dt = parse_ts(ts)
     if dt is None:
         return None
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def load_logs(path: Path) -> dict[str, list[dict[str, Any]]]:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import ntpath
 import posixpath
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
@@ -87,7 +87,7 @@ def iso(ms: Any) -> str | None:
     if ms.__class__ not in (int, float) or ms <= 0:
         return None
     try:
-        dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"

@@ -1,7 +1,7 @@
 """`jacked scan | sessions | turns | export | show`: argument parsing and output formatting only."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -42,9 +42,9 @@ def scan_cmd(json_out: bool = typer.Option(False, "--json", help="Print the scan
 
 
 def sessions_cmd(
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
-    since: Optional[str] = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w, 3m, 1y or a date."),
-    until: Optional[str] = typer.Option(None, "--until", help="Only sessions started by: 7d, 2w, 3m, 1y or a date "
+    repo: str | None = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: str | None = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w, 3m, 1y or a date."),
+    until: str | None = typer.Option(None, "--until", help="Only sessions started by: 7d, 2w, 3m, 1y or a date "
                                         "(that whole day)."),
     limit: int = typer.Option(20, "-n", "--limit", min=1, help="How many sessions, newest first."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -95,7 +95,7 @@ def turns_cmd(
 
 
 def export_cmd(
-    sessions: Optional[list[str]] = typer.Argument(None, help="Session ids or prefixes (default: all)."),
+    sessions: list[str] | None = typer.Argument(None, help="Session ids or prefixes (default: all)."),
 ) -> None:
     """Export sessions with their turns as JSON Lines (one line per session)."""
     for row in service().export_iter(sessions or None):  # streamed: one session in memory at a time
@@ -104,7 +104,7 @@ def export_cmd(
 
 def show_cmd(
     session: str = typer.Argument(..., help="Session id, unique prefix, or transcript path."),
-    turn: Optional[int] = typer.Option(None, "--turn", help="Only this turn."),
+    turn: int | None = typer.Option(None, "--turn", help="Only this turn."),
 ) -> None:
     """A readable view of a session: prompts, tool calls by sequence, parallel batches, errors."""
     row, data = service().session_view(session)
@@ -120,7 +120,7 @@ def show_cmd(
         before = t.get("snapshot") or before
 
 
-def _one_line(text: Optional[str]) -> str:
+def _one_line(text: str | None) -> str:
     return (text or "").replace("\n", " ").strip()
 
 
@@ -142,7 +142,7 @@ def _metrics_line(t: dict[str, Any]) -> str:
         parts.append(f"{tokens} in / {m.get('output_tokens', 0)} out tokens")
     cost = (t.get("usage") or {}).get("cost_usd")
     if cost is not None and (t.get("usage") or {}).get("api_calls"):
-        parts.append(f"${cost:,.2f} with its subagents" if len((t["usage"].get("by_role") or {})) > 1 else f"${cost:,.2f}")
+        parts.append(f"${cost:,.2f} with its subagents" if len(t["usage"].get("by_role") or {}) > 1 else f"${cost:,.2f}")
     if t.get("duration_ms") is not None:
         approx = "~" if t.get("duration_source") == "timestamps" else ""
         parts.append(f"{approx}{t['duration_ms'] / 1000:.1f}s")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import typer
 
@@ -13,7 +12,7 @@ from jacked.util.text import counted
 
 def backfill_cmd(
     rebuild: bool = typer.Option(False, "--rebuild", help="Drop the index and build it again (e.g. after a model change)."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo."),
+    repo: str | None = typer.Option(None, "--repo", help="Only sessions of this repo."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Index every session of the Claude directory (incremental; only changed units are embedded)."""
@@ -40,7 +39,7 @@ def backfill_cmd(
 
 
 def index_cmd(
-    target: Optional[str] = typer.Argument(None, help="Session id, prefix or transcript path (default: all)."),
+    target: str | None = typer.Argument(None, help="Session id, prefix or transcript path (default: all)."),
     hook: bool = typer.Option(False, "--hook", help="Read Claude Code's hook JSON on stdin; never fails."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
@@ -96,7 +95,7 @@ def _print_backfill(data: dict) -> None:
     pending = data.get("points_pending_dense") or 0
     if not bf.get("running") and not pending:
         return
-    eta = lambda s: f", ~{s // 60}m{s % 60:02d}s left" if s is not None else ""  # noqa: E731
+    eta = lambda s: f", ~{s // 60}m{s % 60:02d}s left" if s is not None else ""  # noqa: E731  # a one-line formatter
     lex, dense = bf.get("lexical") or {}, bf.get("dense") or {}
     state = f"running (pid {bf.get('pid')}, {bf.get('phase')})" if bf.get("running") else "stopped: `jacked backfill` resumes it"
     typer.echo(f"  backfill {state}")

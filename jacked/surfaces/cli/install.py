@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import typer
 
@@ -43,7 +42,7 @@ def install_cmd(
                                                         "SessionStart, and on each prompt the past sessions it "
                                                         "refers to (or nothing)."),
     mcp: bool = typer.Option(False, "--mcp", help="Also register `jacked mcp` as a user-scope MCP server."),
-    agent: Optional[str] = typer.Option(None, "--agent", help="Instead: register `jacked mcp` with another agent "
+    agent: str | None = typer.Option(None, "--agent", help="Instead: register `jacked mcp` with another agent "
                                         "(codex, gemini or opencode) in its own MCP configuration."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
@@ -65,7 +64,7 @@ def install_cmd(
 
 
 def uninstall_cmd(
-    agent: Optional[str] = typer.Option(None, "--agent", help="Instead: take `jacked mcp` out of that agent's "
+    agent: str | None = typer.Option(None, "--agent", help="Instead: take `jacked mcp` out of that agent's "
                                         "MCP configuration (codex, gemini or opencode)."),
     purge: bool = typer.Option(False, "--purge", help="Then also delete all jacked data: JACKED_HOME (catalog, "
                                "index, archive, logs). Your transcripts are not touched."),

@@ -9,7 +9,6 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -71,7 +70,7 @@ _CREATES_CLAUDE_DIR = frozenset({"install", "uninstall", "config"})
 @app.callback()
 def main(
     ctx: typer.Context,
-    claude_dir: Optional[Path] = typer.Option(
+    claude_dir: Path | None = typer.Option(
         None, "--claude-dir", help="Claude directory (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
     ),
 ) -> None:

@@ -5,7 +5,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -13,11 +13,11 @@ from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, servic
 
 
 def search_cmd(
-    query: Optional[str] = typer.Argument(None, help="What to look for (words, a paraphrase, an error message)."),
-    scope: Optional[str] = typer.Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
+    query: str | None = typer.Argument(None, help="What to look for (words, a paraphrase, an error message)."),
+    scope: str | None = typer.Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
     mine: bool = typer.Option(False, "--mine", help="Only your own sessions."),
     limit: int = typer.Option(10, "-n", "--limit", help="How many sessions."),
-    batch: Optional[Path] = typer.Option(None, "--batch", help="One query per line of FILE; JSON Lines out."),
+    batch: Path | None = typer.Option(None, "--batch", help="One query per line of FILE; JSON Lines out."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     **filters: Any,
 ) -> None:
@@ -59,7 +59,7 @@ def _with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
     signature = inspect.signature(command)
     fixed = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     options = [inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY,
-                                 annotation=Optional[list[str]] if spec.many else Optional[str],
+                                 annotation=list[str] | None if spec.many else str | None,
                                  default=typer.Option(None, *spec.flags, help=spec.help)) for spec in FILTERS]
 
     @functools.wraps(command)

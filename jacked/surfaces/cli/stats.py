@@ -1,7 +1,7 @@
 """`jacked stats`: argument parsing and output formatting only (see `jacked.query.stats`)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -10,10 +10,10 @@ from jacked.util.text import counted
 
 
 def stats_cmd(
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
-    since: Optional[str] = typer.Option(None, "--since", help="Only turns since: 7d, 2w, 3m, 1y or a date."),
-    session: Optional[str] = typer.Option(None, "--session", help="Only this session (id, prefix or path)."),
-    tool: Optional[str] = typer.Option(None, "--tool", help="Detail for one tool: position, before / after."),
+    repo: str | None = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: str | None = typer.Option(None, "--since", help="Only turns since: 7d, 2w, 3m, 1y or a date."),
+    session: str | None = typer.Option(None, "--session", help="Only this session (id, prefix or path)."),
+    tool: str | None = typer.Option(None, "--tool", help="Detail for one tool: position, before / after."),
     subagents: bool = typer.Option(False, "--subagents", help="Count the subagents' own tool calls too."),
     top: int = typer.Option(10, "-n", "--top", min=1, help="Rows in each top list."),
     no_scan: bool = typer.Option(False, "--no-scan", help="Answer from the catalog as it is (skip the "

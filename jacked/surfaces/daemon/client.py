@@ -252,7 +252,7 @@ def _same_class(type_name: str, message: str) -> Exception | None:
         return None
     try:
         return obj(message)  # type: ignore[no-any-return]
-    except Exception:  # noqa: BLE001 - a class with another constructor: the generic error says it
+    except Exception:
         return None
 
 

@@ -158,7 +158,7 @@ class Daemon:
             self._executor.submit(self._close_service)
             self._executor.shutdown(wait=True)
             self._readers.shutdown(wait=False, cancel_futures=True)
-        except Exception:  # noqa: BLE001 - the lock must go whatever closing did
+        except Exception:
             log.exception("closing the service failed")
         finally:
             if sock is not None:
@@ -249,7 +249,7 @@ class Daemon:
                     try:
                         jk.scan_enabled = False
                         jk.index(target)
-                    except Exception as e:  # noqa: BLE001 - one bad entry must not stop the others
+                    except Exception as e:
                         log_problem(self.paths.home, f"hook failed: {type(e).__name__}: {e}")
                     finally:
                         jk.scan_enabled = True
@@ -287,7 +287,7 @@ class Daemon:
                 send({"result": None if method in _UNSENT else encode(result)})
         except _Cancelled:
             pass
-        except BaseException as e:  # noqa: BLE001 - every failure is the caller's answer
+        except BaseException as e:
             kind = _kind(e)
             if kind == "internal":
                 log.error("%s failed:\n%s", method, traceback.format_exc())

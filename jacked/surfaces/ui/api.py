@@ -179,7 +179,7 @@ class UiApi:
 
         try:
             return bool(store_exists(configured_store(self.settings)))
-        except Exception:  # noqa: BLE001 - a broken config means "no usable index" for the page
+        except Exception:
             return False
 
     # ------------------------------------------------------------------ endpoints

@@ -207,7 +207,7 @@ def _answer(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return _error(400, str(e))
         except ClientDisconnect:
             return Response(status_code=400)  # nobody is listening
-        except Exception as e:  # noqa: BLE001 - one failed request must never take the server down
+        except Exception as e:
             return _error(500, f"{type(e).__name__}: {e}")
         return result if isinstance(result, Response) else _json(200, result)
 
