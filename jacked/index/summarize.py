@@ -238,7 +238,8 @@ def ensure_summaries(catalog: Catalog, sid: str, force: bool = False,
         return False
     have = stored_summaries(catalog, sid)
     cwd = row.get("cwd")
-    facts, writes = [], []
+    facts = []
+    writes: list[tuple[str, int, str, str, str, str | None, str | None, str, float]] = []
     now = time.time()
     for t in turns:
         ti = t["turn_index"]

@@ -27,6 +27,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
+import types
 import weakref
 import zlib
 from collections.abc import Iterator, Sequence
@@ -50,10 +51,11 @@ PROBE_BYTES = 4096
 CHUNK = 1 << 20
 LEVEL = 1  # fastest deflate: the archive is written on every scan; level 1 keeps most of the gain
 
+_deflate: types.ModuleType
 try:  # ISA-L's deflate: the same gzip format, five times faster than zlib's at level 1
     from isal import isal_zlib as _deflate
 except ImportError:  # no wheel for this platform
-    _deflate = zlib  # type: ignore[assignment]
+    _deflate = zlib
 LOCK_TIMEOUT_S = 60.0
 
 

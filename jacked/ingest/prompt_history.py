@@ -113,15 +113,16 @@ def _recover(scanner: SessionReader, report: ScanReport, out: HistoryReport) -> 
         return
     rel = scanner.rel(path)
     known = scanner.known.get(rel)
-    usable = known is not None and known.kind == KIND and known.parser_version == HISTORY_VERSION
-    if usable and known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
+    usable = known if known is not None and known.kind == KIND and known.parser_version == HISTORY_VERSION else None
+    if usable is not None and usable.size == st.st_size and usable.mtime_ns == st.st_mtime_ns:
         return  # unchanged: not even opened
     start = 0
     totals = {"lines": 0, "malformed": 0, "without_session": 0}
-    if usable and st.st_size >= known.offset and _probe(path, known.offset) == (known.head_hash, known.tail_hash):
-        start = known.offset
+    if usable is not None and st.st_size >= usable.offset and _probe(path, usable.offset) == (usable.head_hash,
+                                                                                               usable.tail_hash):
+        start = usable.offset
         saved = load_state(scanner.catalog.file_blob(rel)) or {}
-        totals = {"lines": known.lines, "malformed": known.malformed,
+        totals = {"lines": usable.lines, "malformed": usable.malformed,
                   "without_session": int(saved.get("without_session", 0)) if isinstance(saved, dict) else 0}
     out.resumed_at = start
     skip: set[str] | None = None  # sessions that have a transcript: loaded on the first prompt line

@@ -229,8 +229,7 @@ class Searcher:
         for leg, hits in (("dense", dense_hits), ("lexical", lexical_hits)):
             for h in hits:
                 meta = keys.get(h.id)
-                sid = meta.get("session_id") if meta else None
-                if not sid:
+                if not meta or not (sid := meta.get("session_id")):
                     continue
                 s = sessions.get(sid)
                 if s is None:

@@ -80,8 +80,8 @@ def redact_session(s: Session) -> Session:
                 slots.append((obj, name))
 
     take(s, "cwd", "git_branch", "plan")
-    for t in s.texts:
-        take(t, "text")
+    for unit in s.texts:
+        take(unit, "text")
     turns = [*s.turns, *(t for a in s.subagents for t in a.turns)]
     for a in s.subagents:
         take(a, "description", "prompt", "summary_text", "agent_type")
@@ -97,7 +97,7 @@ def redact_session(s: Session) -> Session:
                 for k, v in ev.data.items():
                     if isinstance(v, str):
                         slots.append((ev.data, k))
-    values = redact_many([o[n] if isinstance(o, (dict, list)) else getattr(o, n)  # type: ignore[index]
+    values = redact_many([o[n] if isinstance(o, (dict, list)) else getattr(o, n)  # type: ignore[index, arg-type]  # a key or an index into a dict or list, else an attribute name
                           for o, n in slots])
     for (obj, name), value in zip(slots, values):
         if isinstance(obj, (dict, list)):

@@ -81,7 +81,7 @@ def tool_arguments(tool: str, model: type[BaseModel], given: dict[str, Any]) -> 
     if missing:
         raise ValueError(f"{missing[0]} is required")
     try:
-        return model.model_validate(given).model_dump_one_level()  # type: ignore[attr-defined, no-any-return]
+        return model.model_validate(given).model_dump_one_level()  # type: ignore[attr-defined]
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(part) for part in err["loc"]) or tool

@@ -163,7 +163,7 @@ class GeminiSource:
         chat = load_chat(main)
         built = build_turns(chat.messages)
         project: Path = found.extra.get("project") or main.parent.parent  # type: ignore[assignment]
-        cwd = found.extra.get("cwd") if isinstance(found.extra.get("cwd"), str) else None
+        cwd = given if isinstance(given := found.extra.get("cwd"), str) else None
         if cwd is None:
             cwd = _root_from_session(chat, built.paths, project)
         s = Session(session_id=found.session_id, file=str(main.absolute()), agent="gemini",
@@ -282,13 +282,13 @@ def _from_logs(found: FoundSession) -> Session:
     entries: list[dict[str, Any]] = found.extra.get("entries") or []  # type: ignore[assignment]
     project: Path = found.extra["project"]  # type: ignore[assignment]
     logs = project / LOGS_FILE
-    cwd = found.extra.get("cwd") if isinstance(found.extra.get("cwd"), str) else None
+    cwd = given if isinstance(given := found.extra.get("cwd"), str) else None
     if cwd is None and is_hash_name(project.name):
         registry = found.extra.get("registry") or {}
         cwd = registry.get(project.name) if isinstance(registry, dict) else None
     entries = sorted(entries, key=lambda e: (parse_ts(e["timestamp"]) is None, e["timestamp"],
                                               e.get("messageId") if isinstance(e.get("messageId"), int) else 0))
-    turns = []
+    turns: list[Turn] = []
     for e in entries:
         text = strip_ansi(e["message"])
         if not text.strip():

@@ -19,7 +19,7 @@ def backfill_cmd(
     jk = service()
     require_projects(jk.settings)
     with progress_bar(not json_out) as bar:
-        report = jk.backfill(rebuild=rebuild, repo=repo, progress=bar)  # type: ignore[arg-type]
+        report = jk.backfill(rebuild=rebuild, repo=repo, progress=bar)
     if json_out:
         print_json(report.to_json())
         return

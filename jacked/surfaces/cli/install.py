@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, settings, warn
 from jacked.util.text import counted
 
+if TYPE_CHECKING:
+    from jacked.surfaces.install import InstallReport
 
-def _print(report, json_out: bool, verb: str) -> None:  # type: ignore[no-untyped-def]
+
+def _print(report: InstallReport, json_out: bool, verb: str) -> None:
     if json_out:
         print_json(report.to_json())
         return

@@ -49,7 +49,7 @@ def _hide_flag_types() -> None:
     def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
         return None if self.is_flag else type_of(self, ctx)
 
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign, assignment]  # a patch; typer's Context is click's
 
 
 _hide_flag_types()

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, service, warn
+
+if TYPE_CHECKING:
+    from jacked.query.retrieve import RetrieveResult
 
 
 def retrieve_cmd(
@@ -42,7 +46,7 @@ def retrieve_cmd(
     typer.echo(data, nl=False)
 
 
-def _dry_run_text(result) -> str:  # type: ignore[no-untyped-def]
+def _dry_run_text(result: RetrieveResult) -> str:
     lines = [f"dry run · mode {result.mode} · budget {result.budget:,} · would use {result.used:,} "
              f"(remaining {result.budget - result.used:,})"]
     for s in result.sessions:

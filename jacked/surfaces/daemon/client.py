@@ -251,7 +251,7 @@ def _same_class(type_name: str, message: str) -> Exception | None:
     if not (isinstance(obj, type) and issubclass(obj, Exception)):
         return None
     try:
-        return obj(message)  # type: ignore[no-any-return]
+        return obj(message)
     except Exception:
         return None
 

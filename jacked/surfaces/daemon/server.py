@@ -533,7 +533,7 @@ def _make_protocol() -> type:
     class PeerCheckedProtocol(H11Protocol):
         """uvicorn's h11 protocol that hangs up on a peer of another user."""
 
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
             sock = transport.get_extra_info("socket")
             uid = _peer_uid(sock) if sock is not None else None
             if uid is not None and uid != os.getuid():

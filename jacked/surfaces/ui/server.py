@@ -370,7 +370,7 @@ class UiServer:
             app, http=protocol, ws="none", lifespan="off", loop="asyncio", interface="asgi3",
             log_config=None, log_level="error",  # quiet: URLs may carry the token, the terminal is the user's
             access_log=False, proxy_headers=False, server_header=False,
-            timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type] - seconds, used as a float
+            timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]  # seconds: uvicorn says int, uses a float
             limit_concurrency=limits.max_connections,
             h11_max_incomplete_event_size=limits.max_header_bytes,
             timeout_graceful_shutdown=3,
