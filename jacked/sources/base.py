@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from jacked.sources.model import Session
 from jacked.sources.redact import redact_many
@@ -33,7 +33,7 @@ class FoundSession:
     location: str  # the catalog's key for it: its main file's path (or `<db>#<id>` for a database)
     files: list[Path] = field(default_factory=list)
     fingerprint: str = ""
-    extra: dict[str, object] = field(default_factory=dict)  # whatever `read` needs from discovery
+    extra: dict[str, Any] = field(default_factory=dict)  # whatever `read` needs from discovery: each source its own
 
 
 @runtime_checkable
@@ -101,7 +101,7 @@ def redact_session(s: Session) -> Session:
                           for o, n in slots])
     for (obj, name), value in zip(slots, values):
         if isinstance(obj, (dict, list)):
-            obj[name] = value  # type: ignore[index]
+            obj[name] = value  # type: ignore[index]  # a key or an index, as the slot was taken
         else:
-            setattr(obj, name, value)  # type: ignore[arg-type]
+            setattr(obj, name, value)  # type: ignore[arg-type]  # an attribute name, as the slot was taken
     return s

@@ -209,7 +209,7 @@ def _link(s: Session, subs: list[Subagent]) -> None:
     waiting = [sub for sub in subs if id(sub) not in linked and sub.layout in ("subagents_dir", "flat")
                and sub.prompt]
     if unmatched and waiting:
-        keys = {id(sub): prompt_hash(sub.prompt) for sub in waiting}  # type: ignore[arg-type]
+        keys = {id(sub): prompt_hash(sub.prompt) for sub in waiting}  # type: ignore[arg-type]  # `waiting` keeps only subagents with a prompt
         for turn, inv in unmatched:
             if inv.prompt_key is None:
                 continue

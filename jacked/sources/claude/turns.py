@@ -111,7 +111,7 @@ def _usage_counts(usage: dict[str, Any]) -> tuple[int, int, int, int]:
                   usage.get("cache_read_input_tokens", 0), usage.get("cache_creation_input_tokens", 0))
     if a.__class__ is int and b.__class__ is int and c.__class__ is int and d.__class__ is int:
         return a, b, c, d
-    return tuple(x if isinstance(x, int) else 0 for x in (a, b, c, d))  # type: ignore[return-value]
+    return tuple(x if isinstance(x, int) else 0 for x in (a, b, c, d))  # type: ignore[return-value]  # four ints
 
 
 def _one_hour_writes(usage: dict[str, Any], cache_creation: int) -> int:

@@ -159,10 +159,10 @@ class GeminiSource:
     def read(self, found: FoundSession) -> Session:
         if found.extra.get("kind") == "logs":
             return _from_logs(found)
-        main: Path = found.extra.get("main") or Path(found.location)  # type: ignore[assignment]
+        main: Path = found.extra.get("main") or Path(found.location)
         chat = load_chat(main)
         built = build_turns(chat.messages)
-        project: Path = found.extra.get("project") or main.parent.parent  # type: ignore[assignment]
+        project: Path = found.extra.get("project") or main.parent.parent
         cwd = given if isinstance(given := found.extra.get("cwd"), str) else None
         if cwd is None:
             cwd = _root_from_session(chat, built.paths, project)
@@ -178,9 +178,9 @@ class GeminiSource:
         if isinstance(summary, str) and summary.strip():
             s.texts.append(TextUnit("ai_title", strip_ansi(summary.strip()), s.ended_at, None))
         subs = found.extra.get("subagents") or []
-        s.subagents = _subagents(subs, s.turns)  # type: ignore[arg-type]
+        s.subagents = _subagents(subs, s.turns)
         plans = found.extra.get("plans") or []
-        s.plan, s.plan_source = _plan(plans, built.plan_file, built.written)  # type: ignore[arg-type]
+        s.plan, s.plan_source = _plan(plans, built.plan_file, built.written)
         return s
 
 
@@ -279,8 +279,8 @@ def _plan(plans: list[Path], plan_file: str | None, written: dict[str, str]) -> 
 
 def _from_logs(found: FoundSession) -> Session:
     """A session known only from `logs.json`: one turn per prompt typed."""
-    entries: list[dict[str, Any]] = found.extra.get("entries") or []  # type: ignore[assignment]
-    project: Path = found.extra["project"]  # type: ignore[assignment]
+    entries: list[dict[str, Any]] = found.extra.get("entries") or []
+    project: Path = found.extra["project"]
     logs = project / LOGS_FILE
     cwd = given if isinstance(given := found.extra.get("cwd"), str) else None
     if cwd is None and is_hash_name(project.name):

@@ -16,8 +16,8 @@ try:  # typer >= 0.25 vendors its own click
     from typer._click import exceptions as click_exc
     from typer._click.utils import PacifyFlushWrapper
 except ImportError:  # pragma: no cover - older typer uses click itself
-    from click import exceptions as click_exc  # type: ignore[no-redef]
-    from click.utils import PacifyFlushWrapper  # type: ignore[no-redef]
+    from click import exceptions as click_exc  # type: ignore[no-redef]  # the same module under its older name
+    from click.utils import PacifyFlushWrapper  # type: ignore[no-redef]  # the same class under its older name
 
 from jacked.surfaces.cli import history as history_cli
 from jacked.surfaces.cli import index as index_cli

@@ -36,7 +36,7 @@ def ui_cmd(
     if hasattr(jk, "client"):  # the daemon's service: searches and retrieval go to it
         from jacked.surfaces.daemon.client import RemoteService
 
-        client, where = jk.client, jk.where  # type: ignore[attr-defined]
+        client, where = jk.client, jk.where  # type: ignore[attr-defined]  # a RemoteService's, checked by hasattr above
         remote = lambda warn_to: RemoteService(client, where, scan=False, warn=warn_to)  # noqa: E731  # a one-line factory
     try:
         server = make_server(s, host, port, token, Limits(request_timeout=request_timeout), remote=remote)

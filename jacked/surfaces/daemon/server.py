@@ -540,7 +540,7 @@ def _make_protocol() -> type:
                 log.warning("refused a connection from uid %d", uid)
                 transport.close()
                 return
-            super().connection_made(transport)  # type: ignore[arg-type]
+            super().connection_made(transport)  # type: ignore[arg-type]  # uvicorn's protocol types it as a Transport
 
     return PeerCheckedProtocol
 

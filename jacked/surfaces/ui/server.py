@@ -323,7 +323,7 @@ class _Protocol(H11Protocol):
     _deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[arg-type]
+        super().connection_made(transport)  # type: ignore[arg-type]  # uvicorn's protocol types it as a Transport
         self._arm()
 
     def on_response_complete(self) -> None:
