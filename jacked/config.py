@@ -87,37 +87,6 @@ META_KEYS = frozenset({"$schema", "$comment"})
 NOT_MIGRATED = frozenset({"jacked_home", "user_name", "archive", "hook_sync", "anthropic_api_key", "disabled_sources",
                           "daemon_idle_minutes", "exclude", "prices"})
 
-# What each key accepts, for error messages.
-ALLOWED: dict[str, str] = {
-    "backend": "one of: edge, server",
-    "qdrant_url": "an http:// or https:// URL",
-    "qdrant_api_key": "a non-empty string",
-    "embedding_model": "a non-empty model name",
-    "user_name": "a non-empty name",
-    "teammate_weight": "a number from 0 to 1",
-    "other_repo_weight": "a number from 0 to 1",
-    "time_decay_halflife_weeks": "a number of weeks greater than 0",
-    "token_safety_margin": "a number from 0 to 1 (0.1 = count 10% more tokens)",
-    "default_max_tokens": "a whole number of tokens, at least 100",
-    "lock_timeout_s": "a number of seconds, 0 or more",
-    "daemon_idle_minutes": "a number of minutes greater than 0",
-    "jacked_home": "a directory path",
-    "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode, aider",
-    "archive": "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)",
-    "hook_sync": "true or false; no effect any more (the daemon queues a hook's work; without one the hook indexes before returning), read so older jacked.json files load",
-    "anthropic_api_key": "an Anthropic API key, for `jacked summarize --llm api`",
-    "exclude": ("globs of projects and paths whose sessions jacked never keeps, e.g. [\"~/work/client-*\", "
-                "\"secret-repo\"] (or \"~/a,~/b\"): a glob with / matches the session's cwd or transcript path "
-                "(~ expanded; a folder covers all below it), one without / the repo name"),
-    "prices": ("model prices in USD per million tokens, added to or replacing the shipped table, e.g. "
-               "{\"my-model\": {\"input\": 3, \"output\": 15, \"cache_creation\": 3.75, \"cache_read\": 0.3}} "
-               "(kinds: input, output, cache_creation, cache_creation_1h, cache_read; long_context: the same "
-               "above 200,000 input tokens)"),
-    "claude_dir": "a directory path",
-    "home": "a directory path",
-    "machine": "a non-empty host name",
-}
-
 
 class ConfigError(JackedError):
     """A configuration problem the user must fix; the message (one line) names the
@@ -338,36 +307,55 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", arbitrary_types_allowed=True, env_prefix=ENV_PREFIX,
                                       env_ignore_empty=True, populate_by_name=True)
 
-    claude_dir: ExpandedPath = Field(default_factory=default_claude_dir)
-    jacked_home: ExpandedPath | None = Field(None, validation_alias=AliasChoices("JACKED_HOME"))
-    user_name: NonEmptyStr = Field(default_factory=default_user_name)
-    machine: NonEmptyStr = Field(default_factory=socket.gethostname)
-    backend: Literal["edge", "server"] = "edge"
+    # Each description says what the key accepts: errors and the file's JSON Schema quote it.
+    claude_dir: ExpandedPath = Field(default_factory=default_claude_dir, description="a directory path")
+    jacked_home: ExpandedPath | None = Field(None, validation_alias=AliasChoices("JACKED_HOME"),
+                                             description="a directory path")
+    user_name: NonEmptyStr = Field(default_factory=default_user_name, description="a non-empty name")
+    machine: NonEmptyStr = Field(default_factory=socket.gethostname, description="a non-empty host name")
+    backend: Literal["edge", "server"] = Field("edge", description="one of: edge, server")
     qdrant_url: UrlStr | None = Field(
-        None, validation_alias=AliasChoices("JACKED_QDRANT_URL", "QDRANT_CLAUDE_SESSIONS_ENDPOINT"))
+        None, validation_alias=AliasChoices("JACKED_QDRANT_URL", "QDRANT_CLAUDE_SESSIONS_ENDPOINT"),
+        description="an http:// or https:// URL")
     # A plain str (the store passes it to qdrant-client as is), kept out of repr()
     # so logging a Settings never prints it; `show_config` masks it.
     qdrant_api_key: NonEmptyStr | None = Field(
-        None, repr=False, validation_alias=AliasChoices("JACKED_QDRANT_API_KEY", "QDRANT_CLAUDE_SESSIONS_API_KEY"))
-    embedding_model: NonEmptyStr = DEFAULT_EMBEDDING_MODEL
-    teammate_weight: Finite = Field(0.8, ge=0, le=1)
-    other_repo_weight: Finite = Field(0.7, ge=0, le=1)
-    time_decay_halflife_weeks: Finite = Field(35.0, gt=0)
-    token_safety_margin: Finite = Field(0.1, ge=0, le=1)
-    default_max_tokens: int = Field(8000, ge=100)
-    lock_timeout_s: Finite = Field(60.0, ge=0)
+        None, repr=False, validation_alias=AliasChoices("JACKED_QDRANT_API_KEY", "QDRANT_CLAUDE_SESSIONS_API_KEY"),
+        description="a non-empty string")
+    embedding_model: NonEmptyStr = Field(DEFAULT_EMBEDDING_MODEL, description="a non-empty model name")
+    teammate_weight: Finite = Field(0.8, ge=0, le=1, description="a number from 0 to 1")
+    other_repo_weight: Finite = Field(0.7, ge=0, le=1, description="a number from 0 to 1")
+    time_decay_halflife_weeks: Finite = Field(35.0, gt=0, description="a number of weeks greater than 0")
+    token_safety_margin: Finite = Field(0.1, ge=0, le=1,
+                                        description="a number from 0 to 1 (0.1 = count 10% more tokens)")
+    default_max_tokens: int = Field(8000, ge=100, description="a whole number of tokens, at least 100")
+    lock_timeout_s: Finite = Field(60.0, ge=0, description="a number of seconds, 0 or more")
     # Transcript sources (jacked.sources.registry) not to read; each other one is read when its folder exists.
-    disabled_sources: NameList = []  # pydantic copies a mutable default per instance
-    archive: bool = True
-    hook_sync: bool = False  # no effect: read so that older jacked.json files still load
+    # pydantic copies a mutable default per instance.
+    disabled_sources: NameList = Field([], description=(
+        'agents not to read besides Claude Code, e.g. ["codex", "gemini"] (or "codex,gemini"): '
+        "codex, gemini, opencode, aider"))
+    archive: bool = Field(True, description=(
+        "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)"))
+    hook_sync: bool = Field(False, description=(  # no effect: read so that older jacked.json files still load
+        "true or false; no effect any more (the daemon queues a hook's work; without one the hook indexes "
+        "before returning), read so older jacked.json files load"))
     anthropic_api_key: NonEmptyStr | None = Field(
-        None, repr=False, validation_alias=AliasChoices("JACKED_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"))
+        None, repr=False, validation_alias=AliasChoices("JACKED_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+        description="an Anthropic API key, for `jacked summarize --llm api`")
     # Sessions never kept (jacked.ingest.privacy): forgotten as they are scanned.
-    exclude: NameList = []
+    exclude: NameList = Field([], description=(
+        'globs of projects and paths whose sessions jacked never keeps, e.g. ["~/work/client-*", '
+        '"secret-repo"] (or "~/a,~/b"): a glob with / matches the session\'s cwd or transcript path '
+        "(~ expanded; a folder covers all below it), one without / the repo name"))
     # The daemon (jacked.surfaces.daemon) exits after this long without a request.
-    daemon_idle_minutes: Finite = Field(30.0, gt=0)
+    daemon_idle_minutes: Finite = Field(30.0, gt=0, description="a number of minutes greater than 0")
     # Model prices over the shipped table (jacked.query.prices): checked when costs are asked for.
-    prices: PriceOverrides = {}
+    prices: PriceOverrides = Field({}, description=(
+        'model prices in USD per million tokens, added to or replacing the shipped table, e.g. '
+        '{"my-model": {"input": 3, "output": 15, "cache_creation": 3.75, "cache_read": 0.3}} '
+        "(kinds: input, output, cache_creation, cache_creation_1h, cache_read; long_context: the same "
+        "above 200,000 input tokens)"))
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -473,6 +461,12 @@ def _env_name(key: str) -> str | None:
     return next((name for name in _env_names(key) if os.environ.get(name)), None)
 
 
+def _accepts(key: str) -> str:
+    """What a setting accepts, in words: its field's description."""
+    field = Settings.model_fields.get(key)
+    return field.description or "valid" if field is not None else "valid"
+
+
 # Environment variables per file key, first found wins (derived from the fields).
 ENV_VARS: dict[str, tuple[str, ...]] = {k: _env_names(k) for k in FILE_KEYS}
 _KEY_OF_ALIAS = {name: key for key, names in ENV_VARS.items() for name in names}
@@ -506,7 +500,7 @@ def _explain(e: ValidationError, cli: Mapping[str, Any], file_values: Mapping[st
         else:
             origin = "(default)"
         shown = "(hidden)" if key in SECRET_KEYS else repr(err.get("input"))
-        parts.append(f"invalid {key} {shown} {origin}: must be {ALLOWED.get(key, 'valid')}")
+        parts.append(f"invalid {key} {shown} {origin}: must be {_accepts(key)}")
     return "; ".join(parts)
 
 
@@ -520,7 +514,7 @@ def _validate_value(key: str, value: Any, origin: str) -> Any:
     except (ValidationError, ValueError) as e:
         shown = "(hidden)" if key in SECRET_KEYS else repr(value)
         where = f" {origin}" if origin else ""
-        raise ConfigError(f"invalid {key} {shown}{where}: must be {ALLOWED.get(key, 'valid')}") from e
+        raise ConfigError(f"invalid {key} {shown}{where}: must be {_accepts(key)}") from e
     return v
 
 
@@ -648,9 +642,9 @@ def file_schema() -> dict[str, Any]:
     fields = model["properties"]
     props: dict[str, Any] = {}
     for key in FILE_KEYS:
-        prop = {k: v for k, v in fields[key].items() if k != "title"}
+        prop = {k: v for k, v in fields[key].items() if k not in ("title", "description")}
         note = f"; default: {_COMPUTED_DEFAULTS[key]}" if key in _COMPUTED_DEFAULTS else ""
-        props[key] = {"description": f"{ALLOWED[key]}{note}", **prop}
+        props[key] = {"description": f"{_accepts(key)}{note}", **prop}
     for old, new in LEGACY_KEYS.items():
         prop = {k: v for k, v in props[new].items() if k not in ("default", "description")}
         props[old] = {"description": f"old name of {new}, read when {new} is absent", "deprecated": True, **prop}
