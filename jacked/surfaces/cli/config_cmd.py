@@ -100,8 +100,10 @@ def unset_cmd(key: str = typer.Argument(..., help="Setting name to remove from t
 
 @config_app.command("migrate")
 def migrate_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Write the environment's settings (JACKED_<KEY>, the old QDRANT_CLAUDE_SESSIONS_* variables) and the
-    old key names into the config file, so it is the one place to look (loading never writes it)."""
+    """Write the environment's settings and the old key names into the config file (loading never writes it).
+
+    Copies JACKED_<KEY> and the old QDRANT_CLAUDE_SESSIONS_* variables for the keys the file lacks
+    (not the per-run ones: JACKED_HOME, JACKED_USER_NAME, ...), so the file is the one place to look."""
     from jacked.config import config_path, migrate_config
 
     moved = migrate_config(STATE.claude_dir)
