@@ -5,22 +5,19 @@ Precedence: CLI flags > `<claude dir>/jacked.json` > environment > defaults.
 
 * The Claude directory is `--claude-dir`, else `CLAUDE_CONFIG_DIR` (Claude Code's
   own variable), else `~/.claude`. It cannot come from the file, which lives in it.
-* Environment: `JACKED_<KEY>` for every file key (`JACKED_BACKEND`,
-  `JACKED_HOME`, ...), plus `QDRANT_CLAUDE_SESSIONS_ENDPOINT` /
-  `QDRANT_CLAUDE_SESSIONS_API_KEY` (the variables of earlier jacked releases).
-* On first use, `load_settings` migrates the values of those variables into the
-  file (keys not already there; only when the Claude directory exists; a
-  read-only directory only earns a warning), so the file becomes the one place to
-  look. `JACKED_HOME` and `JACKED_USER_NAME` are not migrated: they are per-run
-  choices (tests and evaluations point several runs with different homes or users
-  at one Claude directory), and once in the file they would silently win.
+* Environment: `JACKED_<KEY>` for every file key (`JACKED_BACKEND`, ...; pydantic-settings'
+  `env_prefix`); the fields whose variables are named otherwise declare them as validation
+  aliases: `JACKED_HOME`, and the variables of earlier jacked releases or other programs
+  (`QDRANT_CLAUDE_SESSIONS_ENDPOINT`, `QDRANT_CLAUDE_SESSIONS_API_KEY`, `ANTHROPIC_API_KEY`).
+* Loading never writes a file. `migrate_config` (`jacked config migrate`) is the explicit
+  step that copies environment values into the file and renames the seed's old keys.
 * The file is written with mode 0600 (it may hold `qdrant_api_key`), atomically
   through a temp file and a rename; reading a file with broader permissions warns.
 
 Library functions for `jacked config`: `show_config`, `set_config_value`,
-`reset_config`, `config_path`. `file_schema()` is the JSON Schema of the file, generated
-from `Settings` (committed as `jacked/defaults/jacked-json.schema.json`, next to
-`defaults.json`; tests/test_defaults.py keeps both current).
+`reset_config`, `migrate_config`, `config_path`. `file_schema()` is the JSON Schema of the
+file, generated from `Settings` (committed as `jacked/defaults/jacked-json.schema.json`, next
+to `defaults.json`; tests/test_defaults.py keeps both current).
 """
 from __future__ import annotations
 
@@ -38,6 +35,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BeforeValidator,
     Field,
     PrivateAttr,
@@ -48,26 +46,34 @@ from pydantic import (
     model_validator,
 )
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    JsonConfigSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from jacked.errors import JackedError
 from jacked.util.fs import atomic_write, make_private
 
 __all__ = [
     "ConfigError", "Settings", "load_settings", "show_config", "set_config_value", "reset_config",
-    "config_path", "default_claude_dir", "default_user_name", "CONFIG_FILE_NAME", "FILE_KEYS",
-    "ENV_VARS", "SECRET_KEYS", "DEFAULT_EMBEDDING_MODEL", "META_KEYS", "file_schema",
+    "migrate_config", "config_path", "default_claude_dir", "default_user_name", "CONFIG_FILE_NAME",
+    "FILE_KEYS", "ENV_VARS", "SECRET_KEYS", "DEFAULT_EMBEDDING_MODEL", "META_KEYS", "file_schema",
 ]
 
 CONFIG_FILE_NAME = "jacked.json"
 DEFAULT_EMBEDDING_MODEL = "jacked/all-MiniLM-L6-v2-int8"  # = jacked.index.embed.DEFAULT_MODEL (offline)
+ENV_PREFIX = "JACKED_"
 
 # Keys allowed in jacked.json, in the order `show` lists them.
 FILE_KEYS: tuple[str, ...] = (
     "backend", "qdrant_url", "qdrant_api_key", "embedding_model", "user_name", "teammate_weight",
     "other_repo_weight", "time_decay_halflife_weeks", "token_safety_margin", "default_max_tokens",
     "lock_timeout_s", "jacked_home", "disabled_sources", "archive", "hook_sync", "anthropic_api_key", "exclude",
-    "daemon_idle_minutes",
+    "daemon_idle_minutes", "max_segment_mb",
     "prices",
 )
 SECRET_KEYS = frozenset({"qdrant_api_key", "anthropic_api_key"})
@@ -75,48 +81,11 @@ SECRET_KEYS = frozenset({"qdrant_api_key", "anthropic_api_key"})
 LEGACY_KEYS = {"qdrant_endpoint": "qdrant_url", "max_context_tokens": "default_max_tokens"}
 # Keys for editors, not settings: `"$schema"` points at jacked-json.schema.json. Read silently.
 META_KEYS = frozenset({"$schema", "$comment"})
-
-# Environment variables per key, first found wins.
-ENV_VARS: dict[str, tuple[str, ...]] = {k: (f"JACKED_{k.upper()}",) for k in FILE_KEYS}
-ENV_VARS["jacked_home"] = ("JACKED_HOME",)
-ENV_VARS["qdrant_url"] = ("JACKED_QDRANT_URL", "QDRANT_CLAUDE_SESSIONS_ENDPOINT")
-ENV_VARS["qdrant_api_key"] = ("JACKED_QDRANT_API_KEY", "QDRANT_CLAUDE_SESSIONS_API_KEY")
-ENV_VARS["anthropic_api_key"] = ("JACKED_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
-# Read from the environment each run, never copied into the file: a per-run switch, or another
-# program's secret (ANTHROPIC_API_KEY) that does not belong in jacked's file.
+# Left in the environment by `migrate_config`: a per-run switch (tests and evaluations point several
+# runs with different homes or users at one Claude directory; once in the file they would silently
+# win), or another program's secret (ANTHROPIC_API_KEY) that does not belong in jacked's file.
 NOT_MIGRATED = frozenset({"jacked_home", "user_name", "archive", "hook_sync", "anthropic_api_key", "disabled_sources",
                           "daemon_idle_minutes", "exclude", "prices"})
-
-# What each key accepts, for error messages.
-ALLOWED: dict[str, str] = {
-    "backend": "one of: edge, server",
-    "qdrant_url": "an http:// or https:// URL",
-    "qdrant_api_key": "a non-empty string",
-    "embedding_model": "a non-empty model name",
-    "user_name": "a non-empty name",
-    "teammate_weight": "a number from 0 to 1",
-    "other_repo_weight": "a number from 0 to 1",
-    "time_decay_halflife_weeks": "a number of weeks greater than 0",
-    "token_safety_margin": "a number from 0 to 1 (0.1 = count 10% more tokens)",
-    "default_max_tokens": "a whole number of tokens, at least 100",
-    "lock_timeout_s": "a number of seconds, 0 or more",
-    "daemon_idle_minutes": "a number of minutes greater than 0",
-    "jacked_home": "a directory path",
-    "disabled_sources": "agents not to read besides Claude Code, e.g. [\"codex\", \"gemini\"] (or \"codex,gemini\"): codex, gemini, opencode, aider",
-    "archive": "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)",
-    "hook_sync": "true or false; no effect any more (the daemon queues a hook's work; without one the hook indexes before returning), read so older jacked.json files load",
-    "anthropic_api_key": "an Anthropic API key, for `jacked summarize --llm api`",
-    "exclude": ("globs of projects and paths whose sessions jacked never keeps, e.g. [\"~/work/client-*\", "
-                "\"secret-repo\"] (or \"~/a,~/b\"): a glob with / matches the session's cwd or transcript path "
-                "(~ expanded; a folder covers all below it), one without / the repo name"),
-    "prices": ("model prices in USD per million tokens, added to or replacing the shipped table, e.g. "
-               "{\"my-model\": {\"input\": 3, \"output\": 15, \"cache_creation\": 3.75, \"cache_read\": 0.3}} "
-               "(kinds: input, output, cache_creation, cache_creation_1h, cache_read; long_context: the same "
-               "above 200,000 input tokens)"),
-    "claude_dir": "a directory path",
-    "home": "a directory path",
-    "machine": "a non-empty host name",
-}
 
 
 class ConfigError(JackedError):
@@ -165,13 +134,8 @@ def config_path(claude_dir: Path | str | None = None) -> Path:
 
 
 # --------------------------------------------------------------------------- file I/O
-def _read_file(path: Path) -> dict[str, Any]:
+def _file_values(path: Path) -> dict[str, Any]:
     """The file's known keys (legacy names mapped), {} when it does not exist.
-
-    Kept by hand rather than pydantic-settings' `JsonConfigSettingsSource`: that source raises
-    the decoder's exception (no file, line and column in one line), rejects or silently drops
-    unknown keys (we warn and keep them), knows neither the seed's legacy names nor `$schema`,
-    and does not check the file's mode; wrapping it would keep all of this code.
 
     Raises ConfigError (one line, with line and column) for broken JSON; warns
     about unknown keys and about permissions broader than 0600.
@@ -190,9 +154,7 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as e:
-        raise ConfigError(
-            f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}; "
-            f"fix it or run `jacked config --reset`") from None
+        raise ConfigError(_json_error(path, e)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must hold a JSON object ({{\"key\": value, ...}}), not {type(data).__name__}")
     out: dict[str, Any] = {}
@@ -230,10 +192,18 @@ def _read_raw(path: Path) -> dict[str, Any]:
         return {}
     if not raw.strip():
         return {}
-    data = json.loads(raw)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ConfigError(_json_error(path, e)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must hold a JSON object")
     return data
+
+
+def _json_error(path: Path, e: json.JSONDecodeError) -> str:
+    return (f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}; "
+            f"fix it or run `jacked config --reset`")
 
 
 def _write_file(path: Path, data: Mapping[str, Any]) -> None:
@@ -242,64 +212,6 @@ def _write_file(path: Path, data: Mapping[str, Any]) -> None:
     not even for a moment."""
     text = json.dumps(dict(data), indent=2, ensure_ascii=False) + "\n"
     atomic_write(path, text.encode("utf-8"), mode=0o600, fsync=True)
-
-
-# --------------------------------------------------------------------------- environment
-def _env_values() -> tuple[dict[str, str], dict[str, str]]:
-    """({key: raw value}, {key: variable name}) from the environment; empty values
-    count as unset."""
-    values: dict[str, str] = {}
-    names: dict[str, str] = {}
-    for key, names_for_key in ENV_VARS.items():
-        for name in names_for_key:
-            v = os.environ.get(name)
-            if v is not None and v.strip() != "":
-                values[key] = v.strip()
-                names[key] = name
-                break
-    return values, names
-
-
-class _EnvSource(PydanticBaseSettingsSource):
-    """Exactly the variables in ENV_VARS. The stock source would also read
-    unprefixed names such as HOME or MACHINE into fields of the same name."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        values, _ = _env_values()
-        return values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        values, _ = _env_values()
-        return values
-
-
-def _migrate_env(path: Path) -> None:
-    """Copy environment values into the file for keys it lacks (first use)."""
-    if not path.parent.is_dir():
-        return  # no Claude directory: nothing to migrate into, and never create it here
-    env, names = _env_values()
-    todo = {k: v for k, v in env.items() if k not in NOT_MIGRATED}
-    if not todo:
-        return
-    try:
-        current = _read_raw(path)
-    except (json.JSONDecodeError, OSError, ConfigError):
-        return  # a broken file is reported by the read that follows
-    present = set(current) | {LEGACY_KEYS[k] for k in current if k in LEGACY_KEYS}
-    new = {k: v for k, v in todo.items() if k not in present}
-    if not new:
-        return
-    converted: dict[str, Any] = {}
-    for k, v in new.items():
-        converted[k] = _to_file_value(_validate_value(k, v, f"from environment variable {names[k]}"))
-    try:
-        _write_file(path, {**current, **converted})
-    except OSError as e:
-        _warn(f"could not save {', '.join(names[k] for k in new)} into {path} ({e.strerror or e}); "
-              f"using the environment values for this run")
-        return
-    _warn(f"saved {', '.join(names[k] for k in new)} into {path} (the config file now takes precedence "
-          f"over these variables)", level="note")
 
 
 # --------------------------------------------------------------------------- value types
@@ -343,7 +255,7 @@ def _split_names(v: Any) -> Any:
     return [n.strip() for n in v.split(",") if n.strip()] if isinstance(v, str) else v
 
 
-NameList = Annotated[list[str], BeforeValidator(_split_names)]
+NameList = Annotated[list[str], NoDecode, BeforeValidator(_split_names)]
 
 
 def _json_object(value: Any) -> Any:
@@ -356,7 +268,30 @@ def _json_object(value: Any) -> Any:
     return value
 
 
-PriceOverrides = Annotated[dict[str, dict[str, Any]], BeforeValidator(_json_object)]
+PriceOverrides = Annotated[dict[str, dict[str, Any]], NoDecode, BeforeValidator(_json_object)]
+
+
+# --------------------------------------------------------------------------- the sources
+class _ConfigFile(JsonConfigSettingsSource):
+    """`<claude dir>/jacked.json` as pydantic-settings' JSON source, read by `_file_values`: one-line
+    errors with line and column, the seed's old key names, `$schema`, a warning (not a failure) for
+    unknown keys and for a mode broader than 0600."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return _file_values(Path(file_path))
+
+
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source for the file keys only: each from the variables its field
+    declares (validation aliases), else `JACKED_<KEY>`. So neither JACKED_CLAUDE_DIR nor
+    JACKED_JACKED_HOME exists: they would move the file or the home without the daemon client's
+    `locate` (which finds the home without pydantic) knowing."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        value, key, is_complex = super().get_field_value(field, field_name)
+        if field_name not in FILE_KEYS or (field.validation_alias is not None and key == field_name):
+            return None, field_name, False
+        return value, key, is_complex
 
 
 # --------------------------------------------------------------------------- the model
@@ -365,75 +300,91 @@ class Settings(BaseSettings):
 
     `Settings(**cli)` reads the config file of `cli.get("claude_dir")` (or the
     default Claude directory) and the environment itself; keyword arguments are CLI
-    flags and win over both. `home` is the resolved `JACKED_HOME`.
+    flags and win over both (`home=` is the CLI's name of `jacked_home`). `home` is the
+    resolved JACKED_HOME.
     """
 
-    model_config = SettingsConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = SettingsConfigDict(extra="forbid", arbitrary_types_allowed=True, env_prefix=ENV_PREFIX,
+                                      env_ignore_empty=True, populate_by_name=True)
 
-    claude_dir: ExpandedPath = Field(default_factory=default_claude_dir)
-    home: ExpandedPath | None = None
-    jacked_home: ExpandedPath | None = None
-    user_name: NonEmptyStr = Field(default_factory=default_user_name)
-    machine: NonEmptyStr = Field(default_factory=socket.gethostname)
-    backend: Literal["edge", "server"] = "edge"
-    qdrant_url: UrlStr | None = None
+    # Each description says what the key accepts: errors and the file's JSON Schema quote it.
+    claude_dir: ExpandedPath = Field(default_factory=default_claude_dir, description="a directory path")
+    jacked_home: ExpandedPath | None = Field(None, validation_alias=AliasChoices("JACKED_HOME"),
+                                             description="a directory path")
+    user_name: NonEmptyStr = Field(default_factory=default_user_name, description="a non-empty name")
+    machine: NonEmptyStr = Field(default_factory=socket.gethostname, description="a non-empty host name")
+    backend: Literal["edge", "server"] = Field("edge", description="one of: edge, server")
+    qdrant_url: UrlStr | None = Field(
+        None, validation_alias=AliasChoices("JACKED_QDRANT_URL", "QDRANT_CLAUDE_SESSIONS_ENDPOINT"),
+        description="an http:// or https:// URL")
     # A plain str (the store passes it to qdrant-client as is), kept out of repr()
     # so logging a Settings never prints it; `show_config` masks it.
-    qdrant_api_key: NonEmptyStr | None = Field(None, repr=False)
-    embedding_model: NonEmptyStr = DEFAULT_EMBEDDING_MODEL
-    teammate_weight: Finite = Field(0.8, ge=0, le=1)
-    other_repo_weight: Finite = Field(0.7, ge=0, le=1)
-    time_decay_halflife_weeks: Finite = Field(35.0, gt=0)
-    token_safety_margin: Finite = Field(0.1, ge=0, le=1)
-    default_max_tokens: int = Field(8000, ge=100)
-    lock_timeout_s: Finite = Field(60.0, ge=0)
+    qdrant_api_key: NonEmptyStr | None = Field(
+        None, repr=False, validation_alias=AliasChoices("JACKED_QDRANT_API_KEY", "QDRANT_CLAUDE_SESSIONS_API_KEY"),
+        description="a non-empty string")
+    embedding_model: NonEmptyStr = Field(DEFAULT_EMBEDDING_MODEL, description="a non-empty model name")
+    teammate_weight: Finite = Field(0.8, ge=0, le=1, description="a number from 0 to 1")
+    other_repo_weight: Finite = Field(0.7, ge=0, le=1, description="a number from 0 to 1")
+    time_decay_halflife_weeks: Finite = Field(35.0, gt=0, description="a number of weeks greater than 0")
+    token_safety_margin: Finite = Field(0.1, ge=0, le=1,
+                                        description="a number from 0 to 1 (0.1 = count 10% more tokens)")
+    default_max_tokens: int = Field(8000, ge=100, description="a whole number of tokens, at least 100")
+    lock_timeout_s: Finite = Field(60.0, ge=0, description="a number of seconds, 0 or more")
     # Transcript sources (jacked.sources.registry) not to read; each other one is read when its folder exists.
-    disabled_sources: NameList = []  # pydantic copies a mutable default per instance
-    archive: bool = True
-    hook_sync: bool = False  # no effect: read so that older jacked.json files still load
-    anthropic_api_key: NonEmptyStr | None = Field(None, repr=False)
+    # pydantic copies a mutable default per instance.
+    disabled_sources: NameList = Field([], description=(
+        'agents not to read besides Claude Code, e.g. ["codex", "gemini"] (or "codex,gemini"): '
+        "codex, gemini, opencode, aider, qwen, cline, roo, kilo, copilot, cursor, continue, openhands"))
+    archive: bool = Field(True, description=(
+        "true or false: keep a compressed copy of every transcript read (JACKED_HOME/archive)"))
+    hook_sync: bool = Field(False, description=(  # no effect: read so that older jacked.json files still load
+        "true or false; no effect any more (the daemon queues a hook's work; without one the hook indexes "
+        "before returning), read so older jacked.json files load"))
+    anthropic_api_key: NonEmptyStr | None = Field(
+        None, repr=False, validation_alias=AliasChoices("JACKED_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+        description="an Anthropic API key, for `jacked summarize --llm api`")
     # Sessions never kept (jacked.ingest.privacy): forgotten as they are scanned.
-    exclude: NameList = []
+    exclude: NameList = Field([], description=(
+        'globs of projects and paths whose sessions jacked never keeps, e.g. ["~/work/client-*", '
+        '"secret-repo"] (or "~/a,~/b"): a glob with / matches the session\'s cwd or transcript path '
+        "(~ expanded; a folder covers all below it), one without / the repo name"))
     # The daemon (jacked.surfaces.daemon) exits after this long without a request.
-    daemon_idle_minutes: Finite = Field(30.0, gt=0)
-    # Largest index segment the optimiser builds (jacked.index.store.edge.MAX_SEGMENT_KB): bounds its
-    # memory; smaller segments cost searches more graph walks (docs/performance.md).
-    max_segment_mb: int = Field(128, ge=8, le=4096)
+    daemon_idle_minutes: Finite = Field(30.0, gt=0, description="a number of minutes greater than 0")
+    # Largest index segment the optimiser builds: bounds its memory; smaller segments cost
+    # searches more graph walks (docs/performance.md).
+    max_segment_mb: int = Field(128, ge=8, le=4096, description="a whole number of MB from 8 to 4096")
     # Model prices over the shipped table (jacked.query.prices): checked when costs are asked for.
-    prices: PriceOverrides = {}
+    prices: PriceOverrides = Field({}, description=(
+        'model prices in USD per million tokens, added to or replacing the shipped table, e.g. '
+        '{"my-model": {"input": 3, "output": 15, "cache_creation": 3.75, "cache_read": 0.3}} '
+        "(kinds: input, output, cache_creation, cache_creation_1h, cache_read; long_context: the same "
+        "above 200,000 input tokens)"))
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **values: Any) -> None:
         cli = {k: v for k, v in values.items() if v is not None}
-        if "home" in cli and "jacked_home" not in cli:
-            cli["jacked_home"] = cli["home"]
-        claude_dir = Path(cli["claude_dir"]).expanduser() if "claude_dir" in cli else default_claude_dir()
-        path = claude_dir / CONFIG_FILE_NAME
-        file_values = _read_file(path)
-        env, env_names = _env_values()
+        if "home" in cli:
+            cli["jacked_home"] = cli.pop("home")
+        path = config_path(cli.get("claude_dir"))
+        # Read here too (the JSON source reads it for the values): a broken file fails before the
+        # sources are built, and the keys it holds say where each value came from.
+        file_values = _file_values(path)
         try:
-            # File values join the init values under the CLI ones: init > env > defaults
-            # in pydantic-settings, so this gives CLI > file > env > defaults.
-            super().__init__(**{**file_values, **cli})
+            super().__init__(**cli)
         except ValidationError as e:
-            raise ConfigError(_explain(e, cli, file_values, path, env_names)) from None
-        sources: dict[str, str] = {}
-        origins: dict[str, str] = {}
+            raise ConfigError(_explain(e, cli, file_values, path)) from None
         for key in ("claude_dir", "machine", *FILE_KEYS):
-            if key in cli or (key == "jacked_home" and "home" in cli):
-                sources[key], origins[key] = "cli", "command line"
+            env_name = _env_name(key)
+            if key in cli:
+                self._sources[key], self._origins[key] = "cli", "command line"
             elif key in file_values:
-                sources[key], origins[key] = "file", str(path)
-            elif key in env:
-                sources[key], origins[key] = "env", env_names[key]
-            elif key == "claude_dir" and os.environ.get("CLAUDE_CONFIG_DIR"):
-                sources[key], origins[key] = "env", "CLAUDE_CONFIG_DIR"
+                self._sources[key], self._origins[key] = "file", str(path)
+            elif env_name is not None:
+                self._sources[key], self._origins[key] = "env", env_name
             else:
-                sources[key], origins[key] = "default", "default"
-        self._sources = sources
-        self._origins = origins
+                self._sources[key], self._origins[key] = "default", "default"
 
     @classmethod
     def settings_customise_sources(
@@ -444,18 +395,23 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # No dotenv and no secrets dir: a stray .env in the working directory must
-        # not change where jacked writes.
-        return (init_settings, _EnvSource(settings_cls))
+        # First wins: CLI > file > environment. No dotenv and no secrets dir: a stray .env in the
+        # working directory must not change where jacked writes.
+        claude_dir = getattr(init_settings, "init_kwargs", {}).get("claude_dir")
+        return (init_settings, _ConfigFile(settings_cls, config_path(claude_dir)), _Environment(settings_cls))
 
     @model_validator(mode="after")
     def _resolve_home(self) -> Settings:
-        if self.home is None:
-            self.home = self.jacked_home if self.jacked_home is not None else self.claude_dir / "jacked"
-        self.jacked_home = self.home
+        if self.jacked_home is None:
+            self.jacked_home = self.claude_dir / "jacked"
         return self
 
     # ---- derived paths
+    @property
+    def home(self) -> Path:
+        """JACKED_HOME: `jacked_home` (CLI, file, environment), else `<claude dir>/jacked`."""
+        return self.jacked_home if self.jacked_home is not None else self.claude_dir / "jacked"
+
     @property
     def projects_dir(self) -> Path:
         return self.claude_dir / "projects"
@@ -466,7 +422,6 @@ class Settings(BaseSettings):
 
     @property
     def catalog_path(self) -> Path:
-        assert self.home is not None  # set by _resolve_home
         return self.home / "catalog.db"
 
     @property
@@ -481,7 +436,6 @@ class Settings(BaseSettings):
     def make_home(self) -> Path:
         """JACKED_HOME, made (owner-only) if missing; one line naming where its path came from when
         it cannot be made (a file in the way, no permission)."""
-        assert self.home is not None  # set by _resolve_home
         try:
             make_private(self.home)
         except OSError as e:
@@ -493,38 +447,63 @@ class Settings(BaseSettings):
         return self.home
 
 
+def _env_names(key: str) -> tuple[str, ...]:
+    """The variables of a setting, first found wins: its field's validation aliases, else JACKED_<KEY>."""
+    if key == "claude_dir":
+        return ("CLAUDE_CONFIG_DIR",)
+    alias = Settings.model_fields[key].validation_alias
+    if isinstance(alias, AliasChoices):
+        return tuple(str(choice) for choice in alias.choices)
+    return (ENV_PREFIX + key.upper(),)
+
+
+def _env_name(key: str) -> str | None:
+    """The variable a setting's value comes from, when the environment gives it (empty counts as unset)."""
+    if key != "claude_dir" and key not in FILE_KEYS:
+        return None
+    return next((name for name in _env_names(key) if os.environ.get(name)), None)
+
+
+def _accepts(key: str) -> str:
+    """What a setting accepts, in words: its field's description."""
+    field = Settings.model_fields.get(key)
+    return field.description or "valid" if field is not None else "valid"
+
+
+# Environment variables per file key, first found wins (derived from the fields).
+ENV_VARS: dict[str, tuple[str, ...]] = {k: _env_names(k) for k in FILE_KEYS}
+_KEY_OF_ALIAS = {name: key for key, names in ENV_VARS.items() for name in names}
+
+
 def load_settings(claude_dir: Path | str | None = None, **overrides: object) -> Settings:
     """Settings for this run; `claude_dir` and `overrides` come from CLI flags
-    (None means the flag was not given). Migrates environment values into the
-    config file on first use."""
+    (None means the flag was not given). Reads only: nothing is written."""
     kwargs: dict[str, object] = {k: v for k, v in overrides.items() if v is not None}
     if claude_dir is not None:
         kwargs["claude_dir"] = Path(claude_dir)
-    base = Path(claude_dir).expanduser() if claude_dir is not None else default_claude_dir()
-    _migrate_env(base / CONFIG_FILE_NAME)
     return Settings(**kwargs)
 
 
 # --------------------------------------------------------------------------- errors
-def _explain(e: ValidationError, cli: Mapping[str, Any], file_values: Mapping[str, Any], path: Path,
-             env_names: Mapping[str, str]) -> str:
+def _explain(e: ValidationError, cli: Mapping[str, Any], file_values: Mapping[str, Any], path: Path) -> str:
     parts = []
     for err in e.errors():
         loc = err.get("loc") or ("?",)
-        key = str(loc[0])
+        key = _KEY_OF_ALIAS.get(str(loc[0]), str(loc[0]))
         if err.get("type") == "extra_forbidden":
             parts.append(f"unknown setting {key!r} (known: {', '.join(FILE_KEYS)})")
             continue
+        env_name = _env_name(key)
         if key in cli:
             origin = "on the command line"
         elif key in file_values:
             origin = f"in {path}"
-        elif key in env_names:
-            origin = f"from environment variable {env_names[key]}"
+        elif env_name is not None:
+            origin = f"from environment variable {env_name}"
         else:
             origin = "(default)"
         shown = "(hidden)" if key in SECRET_KEYS else repr(err.get("input"))
-        parts.append(f"invalid {key} {shown} {origin}: must be {ALLOWED.get(key, 'valid')}")
+        parts.append(f"invalid {key} {shown} {origin}: must be {_accepts(key)}")
     return "; ".join(parts)
 
 
@@ -538,7 +517,7 @@ def _validate_value(key: str, value: Any, origin: str) -> Any:
     except (ValidationError, ValueError) as e:
         shown = "(hidden)" if key in SECRET_KEYS else repr(value)
         where = f" {origin}" if origin else ""
-        raise ConfigError(f"invalid {key} {shown}{where}: must be {ALLOWED.get(key, 'valid')}") from e
+        raise ConfigError(f"invalid {key} {shown}{where}: must be {_accepts(key)}") from e
     return v
 
 
@@ -592,11 +571,7 @@ def set_config_value(claude_dir: Path | str | None, key: str, value: Any) -> Any
     path = config_path(claude_dir)
     if key not in FILE_KEYS:
         raise ConfigError(f"unknown setting {key!r} (known: {', '.join(FILE_KEYS)})")
-    try:
-        current = _read_raw(path)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}; "
-                          f"fix it or run `jacked config --reset`") from None
+    current = _read_raw(path)
     for old, new in LEGACY_KEYS.items():
         if new == key:
             current.pop(old, None)
@@ -624,6 +599,35 @@ def reset_config(claude_dir: Path | str | None = None) -> Path | None:
     return bak
 
 
+def migrate_config(claude_dir: Path | str | None = None) -> dict[str, str]:
+    """The explicit step loading never takes (`jacked config migrate`): write the environment's values
+    into the config file for the keys it lacks (not the per-run ones of NOT_MIGRATED), and the seed's
+    old key names as the new ones. Returns {key: where its value came from}; the file (0600, atomic)
+    is only written when that is not empty."""
+    path = config_path(claude_dir)
+    current = _read_raw(path)
+    moved: dict[str, str] = {}
+    for old, new in LEGACY_KEYS.items():
+        if old in current and new not in current:
+            current[new] = current.pop(old)
+            moved[new] = f"old key {old}"
+    for key in FILE_KEYS:
+        name = _env_name(key)
+        if key in NOT_MIGRATED or key in current or name is None:
+            continue
+        value = _validate_value(key, os.environ[name].strip(), f"from environment variable {name}")
+        current[key] = _to_file_value(value)
+        moved[key] = name
+    if moved:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            _write_file(path, current)
+        except OSError as e:
+            raise ConfigError(f"cannot write {path} ({e.strerror or e}); the environment's values still "
+                              "apply on every run") from None
+    return moved
+
+
 # --------------------------------------------------------------------------- the file's JSON Schema
 # Defaults that depend on the machine or the user, so the model has none to show.
 _COMPUTED_DEFAULTS = {
@@ -637,13 +641,13 @@ def file_schema() -> dict[str, Any]:
     defaults) plus the legacy names and the `$schema`/`$comment` keys the loader accepts.
     Unknown keys are allowed, as the loader only warns about them (and
     `set_config_value` keeps them)."""
-    model = Settings.model_json_schema()
+    model = Settings.model_json_schema(by_alias=False)
     fields = model["properties"]
     props: dict[str, Any] = {}
     for key in FILE_KEYS:
-        prop = {k: v for k, v in fields[key].items() if k != "title"}
+        prop = {k: v for k, v in fields[key].items() if k not in ("title", "description")}
         note = f"; default: {_COMPUTED_DEFAULTS[key]}" if key in _COMPUTED_DEFAULTS else ""
-        props[key] = {"description": f"{ALLOWED[key]}{note}", **prop}
+        props[key] = {"description": f"{_accepts(key)}{note}", **prop}
     for old, new in LEGACY_KEYS.items():
         prop = {k: v for k, v in props[new].items() if k not in ("default", "description")}
         props[old] = {"description": f"old name of {new}, read when {new} is absent", "deprecated": True, **prop}

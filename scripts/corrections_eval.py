@@ -28,9 +28,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jacked.catalog import Catalog  # noqa: E402
-from jacked.ingest.scan import Scanner  # noqa: E402
-from jacked.sources.decisions import CUE_GROUPS, DROPPED_CUES, correction_cues  # noqa: E402
+from jacked.catalog import Catalog  # noqa: E402  # after the sys.path entry for the checkout
+from jacked.ingest.scan import Scanner  # noqa: E402  # after the sys.path entry for the checkout
+from jacked.sources.decisions import CUE_GROUPS, DROPPED_CUES, correction_cues  # noqa: E402  # after the sys.path entry for the checkout
 
 REAL = ROOT / "tests" / "fixtures" / "claude-code" / "real"
 LABELS = ROOT / "tests" / "fixtures" / "corrections_labels.jsonl"

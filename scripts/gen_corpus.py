@@ -108,7 +108,7 @@ import string
 import sys
 import time
 import uuid as _uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 B62 = string.digits + string.ascii_letters
 HEX = "0123456789abcdef"
@@ -128,9 +128,9 @@ MODELS = {
 HAIKU = {"1.0": "claude-sonnet-4-20250514", "2.0": "claude-haiku-4-5-20251001",
          "2.1": "claude-haiku-4-5-20251001"}
 WINDOWS = {  # date windows per version family
-    "1.0": (datetime(2025, 7, 1, tzinfo=timezone.utc), 85),
-    "2.0": (datetime(2025, 10, 2, tzinfo=timezone.utc), 78),
-    "2.1": (datetime(2026, 1, 12, tzinfo=timezone.utc), 115),
+    "1.0": (datetime(2025, 7, 1, tzinfo=UTC), 85),
+    "2.0": (datetime(2025, 10, 2, tzinfo=UTC), 78),
+    "2.1": (datetime(2026, 1, 12, tzinfo=UTC), 115),
 }
 SLUG_A = ["humble", "zippy", "eager", "vectorized", "encapsulated", "quiet", "brave", "cosmic",
           "gentle", "lucky", "mellow", "nimble", "polished", "radiant", "sleepy", "tidy",
@@ -238,11 +238,11 @@ def structured_patch(a_text, b_text):
         lines = []
         for tag, x1, x2, y1, y2 in grp:
             if tag == "equal":
-                lines += [" " + l for l in a[x1:x2]]
+                lines += [" " + ln for ln in a[x1:x2]]
             if tag in ("replace", "delete"):
-                lines += ["-" + l for l in a[x1:x2]]
+                lines += ["-" + ln for ln in a[x1:x2]]
             if tag in ("replace", "insert"):
-                lines += ["+" + l for l in b[y1:y2]]
+                lines += ["+" + ln for ln in b[y1:y2]]
         hunks.append({"oldStart": i1 + 1, "oldLines": i2 - i1, "newStart": j1 + 1,
                       "newLines": j2 - j1, "lines": lines})
     return hunks
@@ -251,10 +251,10 @@ def structured_patch(a_text, b_text):
 def patch_counts(hunks):
     add = rem = 0
     for h in hunks or []:
-        for l in h.get("lines", []):
-            if l.startswith("+"):
+        for ln in h.get("lines", []):
+            if ln.startswith("+"):
                 add += 1
-            elif l.startswith("-"):
+            elif ln.startswith("-"):
                 rem += 1
     return add, rem
 
@@ -264,8 +264,8 @@ def numbered(text, style, start=1):
     if lines and lines[-1] == "":
         lines = lines[:-1]
     if style == "v3":
-        return "\n".join("%d\t%s" % (i + start, l) for i, l in enumerate(lines))
-    return "\n".join("%6d\u2192%s" % (i + start, l) for i, l in enumerate(lines))
+        return "\n".join("%d\t%s" % (i + start, ln) for i, ln in enumerate(lines))
+    return "\n".join("%6d\u2192%s" % (i + start, ln) for i, ln in enumerate(lines))
 
 
 MALWARE_REMINDER = ("\n\n<system-reminder>\nWhenever you read a file, you should consider whether "
@@ -1063,7 +1063,7 @@ class Builder:
             if self.family == "2.1":
                 lines = content.splitlines()
                 patch = [{"oldStart": 0, "oldLines": 0, "newStart": 1, "newLines": len(lines),
-                          "lines": ["+" + l for l in lines]}] if lines else []
+                          "lines": ["+" + ln for ln in lines]}] if lines else []
             else:
                 patch = []
             tur = {"type": "create", "filePath": path, "content": content, "structuredPatch": patch}
@@ -1321,10 +1321,9 @@ def test_file_content(T, rel):
                 'def test_{s}_regression({s}_case):\n    # {t}\n    assert "{sym}" in {s}_case["note"] or True\n').format(
                     s=stem.replace("test_", ""), t=short_title(T), sym=sym)
     if lang in ("ts", "tsx"):
-        return ("import {{ describe, expect, it }} from 'vitest';\n\ndescribe('{t}', () => {{\n"
-                "  it('keeps the happy path working', () => {{\n    expect(1 + 1).toBe(2);\n  }});\n\n"
-                "  it('covers the regression', () => {{\n    expect('{sym}').toContain('{sym0}');\n  }});\n}});\n").format(
-                    t=short_title(T), sym=sym, sym0=sym[:3])
+        return (f"import {{ describe, expect, it }} from 'vitest';\n\ndescribe('{short_title(T)}', () => {{\n"
+                "  it('keeps the happy path working', () => {\n    expect(1 + 1).toBe(2);\n  });\n\n"
+                f"  it('covers the regression', () => {{\n    expect('{sym}').toContain('{sym[:3]}');\n  }});\n}});\n")
     if lang == "go":
         pkg = re.split(r"[\\/]", rel)[-2] if "/" in rel else "main"
         pkg = re.sub(r"[^a-z0-9]", "", pkg.lower()) or "main"
@@ -1332,8 +1331,7 @@ def test_file_content(T, rel):
                 '\tif got := 1 + 1; got != 2 {{\n\t\tt.Fatalf("got %d", got)\n\t}}\n}}\n').format(
                     p=pkg, S=camel(stem.replace("_test", "")), t=short_title(T))
     if lang == "rs":
-        return ("use super::*;\n\n#[test]\nfn {s}_regression() {{\n    // {t}\n    assert_eq!(2 + 2, 4);\n}}\n").format(
-            s=stem, t=short_title(T))
+        return (f"use super::*;\n\n#[test]\nfn {stem}_regression() {{\n    // {short_title(T)}\n    assert_eq!(2 + 2, 4);\n}}\n")
     return "# %s\n\n- regression notes for %s\n" % (stem, short_title(T))
 
 
@@ -1476,17 +1474,17 @@ class Script:
         text = self.b.get_file(self.A(rel))
         lines = text.split("\n")
         counts = {}
-        for l in lines:
-            counts[l] = counts.get(l, 0) + 1
-        cands = [l for l in lines if l.strip() and counts[l] == 1 and len(l.strip()) > 8 and text.count(l) == 1
-                 and not l.strip().startswith(("#", "//", "--", "import", "from", "use ", "package"))]
+        for ln in lines:
+            counts[ln] = counts.get(ln, 0) + 1
+        cands = [ln for ln in lines if ln.strip() and counts[ln] == 1 and len(ln.strip()) > 8 and text.count(ln) == 1
+                 and not ln.strip().startswith(("#", "//", "--", "import", "from", "use ", "package"))]
         lang = lang_of(rel)
         if lang == "json":
             old = '  "private": true'
             if old in text:
                 return rel, old, old + ',\n  "description": "%s"' % self.r.choice(FOLLOWUP_NOTES)
         if not cands:
-            cands = [l for l in lines if l.strip() and text.count(l) == 1] or [lines[0]]
+            cands = [ln for ln in lines if ln.strip() and text.count(ln) == 1] or [lines[0]]
         line = self.r.choice(cands)
         indent = re.match(r"\s*", line).group(0)
         note = comment_prefix(lang) + self.r.choice(FOLLOWUP_NOTES)
@@ -1527,7 +1525,6 @@ class Script:
         return fail, ft
 
     def agent_step(self, types, lead_text=None):
-        T = self.T
         blocks = []
         if lead_text:
             blocks.append(("text", lead_text))
@@ -1862,11 +1859,11 @@ def build_session(G, sp):
                 b.hook_att("SessionStart", "SessionStart:startup", content="")
         elif b.hooks == "progress":
             b.progress("SessionStart", "SessionStart:startup", b.ids.uuid(), advance=True)
-    for w in range(sp.get("warmups", 0)):
+    for _ in range(sp.get("warmups", 0)):
         b.warmup_agent()
     # ---- turns
     idx = 1
-    for k, tspec in enumerate(turns):
+    for tspec in turns:
         kind, text = tspec["kind"], tspec["text"]
         if tspec.get("compact_before"):
             b.compact(sp["compact_text"], r.randint(150000, 172000))
@@ -1998,7 +1995,6 @@ def plan_corpus(n, seed, bank_name, bank, edge):
             plans.append(assign[ai])
             ai += 1
     # per-session family / version
-    chains = {}
     for idx, a in enumerate(plans):
         if "edge_only" in a:
             continue
@@ -2218,7 +2214,7 @@ def session_plan(G, a, seed, bank_name, prev):
     sp["labels"] = None
     if r.random() < 0.5:
         labs = list(T["labels"])
-        extra = ["%s: %s" % (repo_name_of(cwd), l) for l in T["labels"]]
+        extra = ["%s: %s" % (repo_name_of(cwd), ln) for ln in T["labels"]]
         pool = labs + extra
         k = r.randint(1, min(6, len(pool)))
         sp["labels"] = pool[:k] if k <= len(labs) else labs + extra[:k - len(labs)]
@@ -2384,9 +2380,9 @@ def validate_bank(bank, name):
             errs.append("%s: %d prompts" % (tid, len(T["prompts"])))
         if not 1 <= len(T["labels"]) <= 6:
             errs.append("%s: %d labels" % (tid, len(T["labels"])))
-        for l in T["labels"]:
-            if not 3 <= len(l.split()) <= 10:
-                errs.append("%s: label words %r" % (tid, l))
+        for ln in T["labels"]:
+            if not 3 <= len(ln.split()) <= 10:
+                errs.append("%s: label words %r" % (tid, ln))
         tw = set(stem5(w) for w in content_words(T["title"]))
         pw = set(stem5(w) for w in content_words(T["q_para"]))
         if tw & pw:

@@ -27,10 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import qdrant_edge as qe  # noqa: E402
+import qdrant_edge as qe
 
-from jacked.index.store import edge  # noqa: E402
-from jacked.index.store.base import DENSE_VECTOR, FLOAT_INDEXES, KEYWORD_INDEXES  # noqa: E402
+from jacked.index.store import edge
+from jacked.index.store.base import DENSE_VECTOR, FLOAT_INDEXES, KEYWORD_INDEXES
 
 LIMIT = 150  # what the search asks of each leg (jacked.query.search.CANDIDATES)
 Sample = list[tuple[str, dict[str, Any], dict[str, Any]]]

@@ -240,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
             if len(holders) == 1:
                 unique_exact.append((q, r))
     confidence: dict[str, Counter[str]] = {"first_right": Counter(), "first_wrong": Counter(), "absent": Counter()}
-    for q, r, out in zip(queries, our_ranks, extra["answers"]):
+    for r, out in zip(our_ranks, extra["answers"]):
         confidence["first_right" if r == 1 else "first_wrong"][out.get("confidence", "?")] += 1
-    for q, out in absent:
+    for _, out in absent:
         confidence["absent"][out.get("confidence", "?")] += 1
     figures = {"set": args.set, "confidence": {k: dict(v) for k, v in confidence.items()}, "queries": len(queries), "sessions": len(docs), "jacked": t_ours, "bm25": t_base,
                "unique_exact": {"n": len(unique_exact), "rank1": sum(r == 1 for _, r in unique_exact)},

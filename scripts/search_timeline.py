@@ -23,17 +23,17 @@ import statistics
 import sys
 import time
 from concurrent.futures import Future
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jacked.config import load_settings  # noqa: E402
-from jacked.index.indexer import Indexer  # noqa: E402
-from jacked.query.search import SearchOptions, Searcher  # noqa: E402
+from jacked.config import load_settings
+from jacked.index.indexer import Indexer
+from jacked.query.search import SearchOptions, Searcher
 
-NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)  # fixed, so that every round ranks alike
+NOW = datetime(2026, 12, 1, tzinfo=UTC)  # fixed, so that every round ranks alike
 
 
 class _TimedSession:

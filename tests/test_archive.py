@@ -81,7 +81,7 @@ def claude_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_deleted_transcript_is_retrieved_and_searched_after_rebuild(claude_copy: Path, tmp_path: Path,
-                                                                  dense_embedder) -> None:  # noqa: ANN001
+                                                                  dense_embedder) -> None:
     from jacked.config import Settings
     from jacked.index.indexer import Indexer
     from jacked.query.retrieve import retrieve
@@ -103,7 +103,7 @@ def test_deleted_transcript_is_retrieved_and_searched_after_rebuild(claude_copy:
     assert report.sessions_indexed == 2 and not report.errors
     catalog = Catalog(s.catalog_path)
     after = retrieve(catalog, [SID, PLAN_SID], "smart", 20000, check_git=False)
-    strip = lambda r: [[(x["content_type"], x["text"]) for x in ss["sections"]] for ss in r.sessions]  # noqa: E731
+    strip = lambda r: [[(x["content_type"], x["text"]) for x in ss["sections"]] for ss in r.sessions]  # noqa: E731  # a one-line projection
     assert strip(after) == strip(before) and any(x["content_type"] == "plan" for x in after.sessions[1]["sections"])
     assert catalog.get_session_row(SID)["file"].startswith(str(claude_copy))  # recorded under the original path
     assert after.sessions[0]["resume"] is None  # the transcript is gone: no resume hint

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
-import count_codex  # noqa: E402
+import count_codex
 
-from jacked.sources.codex.source import CodexSource  # noqa: E402
-from jacked.sources.model import Session, Turn  # noqa: E402
+from jacked.sources.codex.source import CodexSource
+from jacked.sources.model import Session, Turn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 REAL, HOME = FIXTURES / "real", FIXTURES / "home"

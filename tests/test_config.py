@@ -1,4 +1,4 @@
-"""Settings: the four layers, env migration, masking, file modes, errors, and the
+"""Settings: the four layers, loading that writes nothing, the explicit migration, masking, file modes, errors, and the
 `jacked config` library functions. Never touches the real ~/.claude."""
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from jacked.config import (
     ConfigError,
     Settings,
     load_settings,
+    migrate_config,
     reset_config,
     set_config_value,
     show_config,
@@ -81,8 +82,18 @@ def test_stray_env_names_are_not_read(claude: Path, monkeypatch: pytest.MonkeyPa
     # pydantic-settings' stock source would read MACHINE / BACKEND into fields.
     monkeypatch.setenv("BACKEND", "server")
     monkeypatch.setenv("MACHINE", "not-this")
+    monkeypatch.setenv("QDRANT_URL", "https://stray.example.com")  # the field name, unprefixed
+    # JACKED_<FIELD> of the fields that are not file keys, or whose variables are named otherwise:
+    # they would move the file or the home without the daemon client's `locate` knowing.
+    monkeypatch.setenv("JACKED_CLAUDE_DIR", str(claude.parent / "elsewhere"))
+    monkeypatch.setenv("JACKED_JACKED_HOME", str(claude.parent / "elsewhere-home"))
+    monkeypatch.setenv("JACKED_MACHINE", "not-this")
     s = load_settings()
-    assert s.backend == "edge" and s.machine != "not-this"
+    assert s.backend == "edge" and s.machine != "not-this" and s.qdrant_url is None
+    assert s.claude_dir == claude and s.home == claude / "jacked"
+    from jacked.surfaces.daemon.protocol import locate
+
+    assert locate().home == s.home
 
 
 # --------------------------------------------------------------------------- precedence
@@ -121,50 +132,76 @@ def test_jacked_variable_beats_legacy_qdrant_variable(claude: Path, monkeypatch:
     assert Settings().qdrant_url == "https://new.example.com"
 
 
-# --------------------------------------------------------------------------- migration
-def test_env_is_migrated_into_the_file_on_first_use(claude: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+# --------------------------------------------------------------------------- loading writes nothing; migration is a step
+def tree_bytes(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every path under `root` with its mode and bytes (b"" for a folder)."""
+    return {str(p.relative_to(root)): (p.stat().st_mode, b"" if p.is_dir() else p.read_bytes())
+            for p in sorted(root.rglob("*"))}
+
+
+def test_loading_leaves_the_folder_byte_identical(claude: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # What the loader used to migrate: environment values the file lacks, and the seed's old key names.
+    write(claude, {"qdrant_endpoint": "https://old.example.com", "extra": 1})
+    (claude / "projects").mkdir()
+    monkeypatch.setenv("QDRANT_CLAUDE_SESSIONS_API_KEY", API_KEY)
+    monkeypatch.setenv("JACKED_DEFAULT_MAX_TOKENS", "12000")
+    before = tree_bytes(claude)
+    s = load_settings()
+    assert (s.qdrant_url, s.qdrant_api_key, s.default_max_tokens) == ("https://old.example.com", API_KEY, 12000)
+    assert s.sources["qdrant_api_key"] == "env" and s.sources["qdrant_url"] == "file"
+    assert tree_bytes(claude) == before
+    assert "saved" not in capsys.readouterr().err  # the unknown key's warning only
+
+
+def test_env_is_migrated_into_the_file_by_the_explicit_step(claude: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QDRANT_CLAUDE_SESSIONS_ENDPOINT", "https://xyz.cloud.qdrant.io:6333/")
     monkeypatch.setenv("QDRANT_CLAUDE_SESSIONS_API_KEY", API_KEY)
     monkeypatch.setenv("JACKED_DEFAULT_MAX_TOKENS", "12000")
-    monkeypatch.setenv("JACKED_USER_NAME", "jack")
-    s = load_settings()
+    monkeypatch.setenv("JACKED_USER_NAME", "jack")  # a per-run choice: never migrated
+    assert migrate_config() == {"qdrant_url": "QDRANT_CLAUDE_SESSIONS_ENDPOINT",
+                                "qdrant_api_key": "QDRANT_CLAUDE_SESSIONS_API_KEY",
+                                "default_max_tokens": "JACKED_DEFAULT_MAX_TOKENS"}
     path = claude / "jacked.json"
     data = json.loads(path.read_text())
     assert data == {"qdrant_url": "https://xyz.cloud.qdrant.io:6333", "qdrant_api_key": API_KEY,
                     "default_max_tokens": 12000}
     assert mode_of(path) == 0o600
+    s = load_settings()
     assert s.qdrant_url == "https://xyz.cloud.qdrant.io:6333" and s.default_max_tokens == 12000
     assert s.sources["qdrant_url"] == "file" and s.user_name == "jack"
-    err = capsys.readouterr().err
-    assert "QDRANT_CLAUDE_SESSIONS_ENDPOINT" in err and API_KEY not in err
-
-    # Next run: the file is the source of truth; the environment no longer wins.
+    # Afterwards the file is the source of truth; the environment no longer wins, and a second
+    # migration has nothing to do.
     monkeypatch.setenv("QDRANT_CLAUDE_SESSIONS_ENDPOINT", "https://changed.example.com")
     assert load_settings().qdrant_url == "https://xyz.cloud.qdrant.io:6333"
+    assert migrate_config() == {}
 
 
-def test_migration_keeps_keys_already_in_the_file(claude: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(claude, {"qdrant_url": "https://file.example.com", "extra": 1})
+def test_migration_keeps_keys_already_in_the_file_and_renames_old_ones(claude: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    write(claude, {"qdrant_url": "https://file.example.com", "extra": 1, "max_context_tokens": 15000})
     monkeypatch.setenv("QDRANT_CLAUDE_SESSIONS_ENDPOINT", "https://env.example.com")
     monkeypatch.setenv("QDRANT_CLAUDE_SESSIONS_API_KEY", API_KEY)
-    s = load_settings()
+    assert migrate_config(claude) == {"default_max_tokens": "old key max_context_tokens",
+                                      "qdrant_api_key": "QDRANT_CLAUDE_SESSIONS_API_KEY"}
     data = json.loads((claude / "jacked.json").read_text())
-    assert data == {"qdrant_url": "https://file.example.com", "extra": 1, "qdrant_api_key": API_KEY}
-    assert s.qdrant_url == "https://file.example.com"
+    assert data == {"qdrant_url": "https://file.example.com", "extra": 1, "default_max_tokens": 15000,
+                    "qdrant_api_key": API_KEY}
+    assert load_settings().qdrant_url == "https://file.example.com"
 
 
-def test_no_migration_without_a_claude_dir(tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_file_without_a_claude_dir(tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     missing = tmp_path / "no-such-claude"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(missing))
     monkeypatch.setenv("QDRANT_CLAUDE_SESSIONS_ENDPOINT", "https://env.example.com")
     s = load_settings()
     assert s.qdrant_url == "https://env.example.com" and s.sources["qdrant_url"] == "env"
+    assert s.sources["qdrant_url"] == "env" and s._origins["qdrant_url"] == "QDRANT_CLAUDE_SESSIONS_ENDPOINT"
     assert not missing.exists()
 
 
-def test_unwritable_claude_dir_only_warns(tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_migrating_into_an_unwritable_claude_dir_is_one_line(tmp_path: Path, claude: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     if os.geteuid() == 0:
         # root writes through mode bits; /proc/self is a directory nobody can create files in.
         ro = Path("/proc/self")
@@ -178,8 +215,9 @@ def test_unwritable_claude_dir_only_warns(tmp_path: Path, claude: Path, monkeypa
     monkeypatch.setenv("JACKED_BACKEND", "server")
     s = load_settings()
     assert s.backend == "server" and s.sources["backend"] == "env"
-    err = capsys.readouterr().err
-    assert "could not save JACKED_BACKEND" in err
+    with pytest.raises(ConfigError) as e:
+        migrate_config()
+    assert "\n" not in str(e.value) and f"cannot write {ro / 'jacked.json'}" in str(e.value)
     assert not (ro / "jacked.json").exists()
 
 
@@ -189,9 +227,11 @@ def test_invalid_env_value_names_the_variable(claude: Path, monkeypatch: pytest.
         load_settings()
     msg = str(e.value)
     assert "teammate_weight" in msg and "JACKED_TEAMMATE_WEIGHT" in msg and "0 to 1" in msg
-    assert not (claude / "jacked.json").exists(), "an invalid value is never migrated"
     with pytest.raises(ConfigError, match="JACKED_TEAMMATE_WEIGHT"):
         Settings()
+    with pytest.raises(ConfigError, match="JACKED_TEAMMATE_WEIGHT"):
+        migrate_config()
+    assert not (claude / "jacked.json").exists(), "an invalid value is never migrated"
 
 
 # --------------------------------------------------------------------------- secrets, modes

@@ -1,4 +1,4 @@
-"""`jacked config` through the CLI: show (masked, with sources), set, reset, broken files, precedence, migration."""
+"""`jacked config` through the CLI: show (masked, with sources), set, reset, broken files, precedence, migrate."""
 from __future__ import annotations
 
 import json
@@ -75,16 +75,21 @@ def test_precedence_cli_file_env_default(tmp_path: Path) -> None:
     assert json.loads(p.stdout)["settings"]["claude_dir"]["source"] == "cli"
 
 
-def test_env_variables_migrate_into_the_file_on_first_use(tmp_path: Path) -> None:
-    p = cfg(["config", "--show", "--json"], tmp_path, QDRANT_CLAUDE_SESSIONS_ENDPOINT="https://q.example.com",
-            JACKED_TEAMMATE_WEIGHT="0.25")
-    assert p.returncode == 0
+def test_env_variables_migrate_into_the_file_by_config_migrate(tmp_path: Path) -> None:
+    env = {"QDRANT_CLAUDE_SESSIONS_ENDPOINT": "https://q.example.com", "JACKED_TEAMMATE_WEIGHT": "0.25"}
+    p = cfg(["config", "--show", "--json"], tmp_path, **env)
+    assert p.returncode == 0 and not (tmp_path / "jacked.json").exists(), "showing writes nothing"
+    p = cfg(["config", "migrate", "--json"], tmp_path, **env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["migrated"] == {"qdrant_url": "QDRANT_CLAUDE_SESSIONS_ENDPOINT",
+                                                "teammate_weight": "JACKED_TEAMMATE_WEIGHT"}
     data = json.loads((tmp_path / "jacked.json").read_text())
     assert data == {"qdrant_url": "https://q.example.com", "teammate_weight": 0.25}
     assert stat.S_IMODE((tmp_path / "jacked.json").stat().st_mode) == 0o600
     # afterwards the file wins over the variable
     s = shown(tmp_path, JACKED_TEAMMATE_WEIGHT="0.9")
     assert s["teammate_weight"]["value"] == 0.25 and s["teammate_weight"]["source"] == "file"
+    assert "nothing to migrate" in cfg(["config", "migrate"], tmp_path, **env).stdout
 
 
 def test_unset_and_reset(tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ def test_codec_gives_back_what_it_was_given() -> None:
     from jacked.ingest.reading import ScanReport
 
     value = {"a": (1, "x", None), 3: [Path("/tmp/x"), {"__tuple__": "not a tag"}],
-             "when": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc), "s": {1, 2},
+             "when": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC), "s": {1, 2},
              "report": IndexReport(scan=ScanReport())}
     back = decode(json.loads(json.dumps(encode(value))))
     assert back == value and isinstance(back["report"], IndexReport)

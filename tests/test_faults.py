@@ -25,6 +25,7 @@ from test_cli_history import jacked_cmd
 
 from jacked.catalog import Catalog
 from jacked.ingest.scan import Scanner
+from datetime import UTC
 
 BAD_PROJECT = "-Users-dain-workspace-danieldemmel-me-next"
 WITH_SUBAGENTS = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # -experiments-worktrees, 6 files in subagents/
@@ -240,13 +241,12 @@ def test_since_out_of_range_is_a_time_parse_error(value: str) -> None:
 
 
 def test_since_at_the_edges_is_read() -> None:
-    from datetime import timezone
 
     from jacked.util.time import parse_since
 
     assert parse_since("0001-01-01").year == 1
     assert parse_since("9999-12-31").year == 9999
-    assert parse_since("2026-01-31T10:00:00+02:00").tzinfo == timezone.utc  # "a UTC datetime"
+    assert parse_since("2026-01-31T10:00:00+02:00").tzinfo == UTC  # "a UTC datetime"
     assert parse_since("2026-01-31T10:00:00+02:00").hour == 8
 
 

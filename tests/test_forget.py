@@ -245,7 +245,7 @@ def test_edge_compaction_rewrites_a_1000_point_shard_without_deleted_points(tmp_
     assert grep_home(tmp_path, ("MARKER-s7-X",))["MARKER-s7-X"] == []
     assert grep_home(tmp_path, ("MARKER-s8-X",))["MARKER-s8-X"]
     assert store.count() == 950 and store.count(SearchFilter(session_ids=["s8"])) == 50
-    hits = store.search([rng.random() for _ in range(16)], None, SearchFilter(session_ids=["s8"]), limit=3)
+    hits, _ = store.search_each([rng.random() for _ in range(16)], None, SearchFilter(session_ids=["s8"]), limit=3)
     assert len(hits) == 3 and hits[0].payload["session_id"] == "s8"
     assert set(store.count_by("session_id")) == {f"s{i}" for i in range(20)} - {"s7"}
     store.close()

@@ -274,7 +274,7 @@ def test_a_secret_in_a_prompt_is_redacted_in_the_catalog(tmp_path: Path) -> None
 
 
 # --------------------------------------------------------------------------- search
-def test_prompt_only_sessions_are_searchable_and_marked(tmp_path: Path, dense_embedder,  # noqa: ANN001
+def test_prompt_only_sessions_are_searchable_and_marked(tmp_path: Path, dense_embedder,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     from jacked.config import Settings
     from jacked.index.indexer import Indexer

@@ -235,7 +235,7 @@ def test_moved_tool_output_is_read_back_head_only(tmp_path: Path, monkeypatch: p
         def __init__(self, fh: Any) -> None:
             self.fh = fh
 
-        def __enter__(self) -> "Spy":
+        def __enter__(self) -> Spy:
             return self
 
         def __exit__(self, *exc: Any) -> None:

@@ -216,7 +216,7 @@ def test_private_spans_never_reach_the_catalog_or_the_index(tmp_path: Path, dens
     """`<private>…</private>` in a prompt, a tool output and another agent's session: dropped before
     storage (the archive keeps the raw transcript, by design: it is left out of the grep)."""
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "agents"))
-    import write_gemini  # noqa: PLC0415 (the writers live with the tests)
+    import write_gemini
 
     claude = tmp_path / "claude"
     records = [prompt("plan the ocelot rollout <private>my salary is ninety quetzals</private> for tomorrow", t=0),

@@ -17,7 +17,7 @@ from jacked.index.indexer import Indexer
 from jacked.query.search import SearchOptions, Searcher, exact_phrases
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import search_eval  # noqa: E402  (the dev set's own measuring code, BM25 baseline included)
+import search_eval
 
 # Queries about nothing: a letter, a filler word.
 TINY = ("x", "ok", "k", "yes", "fix it")

@@ -15,18 +15,18 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
-import count_opencode  # noqa: E402
-import write_opencode  # noqa: E402
+import count_opencode
+import write_opencode
 
-from jacked.catalog import Catalog  # noqa: E402
-from jacked.errors import JackedError  # noqa: E402
-from jacked.ingest.scan import Scanner  # noqa: E402
-from jacked.query.history import list_sessions, turns_json  # noqa: E402
-from jacked.sources.model import Session  # noqa: E402
-from jacked.sources.opencode.source import OpencodeSource  # noqa: E402
-from jacked.sources.registry import SOURCES  # noqa: E402
-from jacked.surfaces.agent_install import opencode as oc_install  # noqa: E402
-from jacked.surfaces.agent_install.configfile import strip_jsonc  # noqa: E402
+from jacked.catalog import Catalog
+from jacked.errors import JackedError
+from jacked.ingest.scan import Scanner
+from jacked.query.history import list_sessions, turns_json
+from jacked.sources.model import Session
+from jacked.sources.opencode.source import OpencodeSource
+from jacked.sources.registry import SOURCES
+from jacked.surfaces.agent_install import opencode as oc_install
+from jacked.surfaces.agent_install.configfile import strip_jsonc
 
 FIXTURES = Path(__file__).parent / "fixtures" / "opencode"
 REAL, HAND, REAL2 = FIXTURES / "real", FIXTURES / "hand", FIXTURES / "real2"

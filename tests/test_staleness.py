@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import pytest
 
 from jacked.query.staleness import age_level, assess, changed_files_since
 
-ENDED = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+ENDED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ROW = {"ended_at": ENDED.isoformat(), "cwd": None}
 
 
@@ -53,7 +53,7 @@ def test_files_changed_since_the_session_in_a_git_repo(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q")
-    old = datetime.now(timezone.utc) - timedelta(days=20)
+    old = datetime.now(UTC) - timedelta(days=20)
     for name in ("a.py", "b.py", "c.py", "d.py"):
         (repo / name).write_text("v1\n")
     _git(repo, "add", ".")
@@ -79,6 +79,6 @@ def test_files_changed_since_the_session_in_a_git_repo(tmp_path: Path) -> None:
 
 
 def test_not_a_git_repo_is_unknown_not_an_error(tmp_path: Path) -> None:
-    assert changed_files_since(tmp_path, [str(tmp_path / "x")], datetime.now(timezone.utc)) is None
+    assert changed_files_since(tmp_path, [str(tmp_path / "x")], datetime.now(UTC)) is None
     st = assess({"ended_at": "2026-01-01T00:00:00Z", "cwd": str(tmp_path)}, [str(tmp_path / "x")])
     assert st.repo_on_disk and not st.git_checked

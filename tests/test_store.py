@@ -34,6 +34,7 @@ from jacked.index.store import (
 )
 from jacked.index.store.edge import EdgeStore
 from jacked.index.store.server import ServerStore
+from datetime import UTC
 
 REPO = Path(__file__).resolve().parents[1]
 DIMS = 384
@@ -171,56 +172,47 @@ def test_filters_narrow_results(store: VectorStore, flt: SearchFilter, dense_emb
     want = expected(flt)
     assert 0 < len(want) < len(CORPUS)
     assert store.count(flt) == len(want)
-    everything = set(ids(store.search(dense, sparse, None, limit=100, prefetch=100)))
-    hits = store.search(dense, sparse, flt, limit=100, prefetch=100)
-    got = set(ids(hits))
+    dense_all, sparse_all = store.search_each(dense, sparse, None, limit=100)
+    dense_hits, sparse_hits = store.search_each(dense, sparse, flt, limit=100)
+    got = set(ids(dense_hits + sparse_hits))
     assert got <= want
-    assert got < everything
-    # Every dense point that matches is found by the dense prefetch.
+    assert got < set(ids(dense_all + sparse_all))
+    # Every dense point that matches is found by the dense leg.
     with_dense = {pid(i) for i, (_, _, d) in enumerate(CORPUS) if d}
-    assert want & with_dense <= got
-    # Scores come back best first.
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    # Single-vector queries honour the filter too.
-    assert set(ids(store.search(dense, None, flt, limit=100))) <= want
-    assert set(ids(store.search(None, sparse, flt, limit=100))) <= want
+    assert want & with_dense == set(ids(dense_hits))
+    # Scores come back best first on each leg.
+    for hits in (dense_hits, sparse_hits):
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 def test_empty_filters_and_vectors(store: VectorStore, dense_embedder: DenseEmbedder,
                                    sparse_embedder: SparseEmbedder) -> None:
     dense = dense_embedder.embed_query("anything")
-    assert store.search(dense, None, SearchFilter(session_ids=[]), limit=10) == []
+    assert store.search_each(dense, None, SearchFilter(session_ids=[]), limit=10) == ([], [])
     assert store.count(SearchFilter(content_types=[])) == 0
     assert list(store.scroll(SearchFilter(session_ids=[]))) == []
-    assert store.search(None, None, None, limit=10) == []
+    assert store.search_each(None, None, None, limit=10) == ([], [])
     stop_words = sparse_embedder.embed_query("the of and")
-    assert store.search(None, stop_words, None, limit=10) == []
-    # Only stopwords on the sparse side: falls back to the dense query alone.
-    assert len(store.search(dense, stop_words, None, limit=3)) == 3
+    assert store.search_each(None, stop_words, None, limit=10) == ([], [])
+    # Only stopwords on the sparse side: the dense leg still answers.
+    dense_hits, sparse_hits = store.search_each(dense, stop_words, None, limit=3)
+    assert len(dense_hits) == 3 and sparse_hits == []
 
 
-def test_hybrid_finds_rare_keyword_in_sparse_only_point(store: VectorStore, dense_embedder: DenseEmbedder,
-                                                         sparse_embedder: SparseEmbedder) -> None:
+def test_legs_find_rare_keyword_and_paraphrase(store: VectorStore, dense_embedder: DenseEmbedder,
+                                               sparse_embedder: SparseEmbedder) -> None:
     q = "zxqvmorph-4711"
-    hits = store.search(dense_embedder.embed_query(q), sparse_embedder.embed_query(q), None, limit=5, prefetch=20)
-    # Top of the bm25 list; RRF gives the top of the dense list the same score (1/k), so
-    # the two may come in either order.
-    found = next(h for h in hits if h.id == KEYWORD_ID)
-    assert found.score == hits[0].score and KEYWORD_ID in ids(hits[:2])
-    assert "zxqvmorph" in found.payload["text"]
-    # The point has no dense vector: the dense side alone can never return it.
-    assert KEYWORD_ID not in ids(store.search(dense_embedder.embed_query(q), None, None, limit=100))
-    assert ids(store.search(None, sparse_embedder.embed_query(q), None, limit=5))[0] == KEYWORD_ID
-
-
-def test_hybrid_finds_paraphrase(store: VectorStore, dense_embedder: DenseEmbedder,
-                                 sparse_embedder: SparseEmbedder) -> None:
+    dense_hits, sparse_hits = store.search_each(dense_embedder.embed_query(q), sparse_embedder.embed_query(q),
+                                                None, limit=100)
+    # The point has no dense vector: only the bm25 leg can return it, and it ranks first there.
+    assert KEYWORD_ID not in ids(dense_hits)
+    assert sparse_hits[0].id == KEYWORD_ID and "zxqvmorph" in sparse_hits[0].payload["text"]
     q = "repaired an unreliable test helper that left temp folders behind"
     sparse = sparse_embedder.embed_query(q)
     target = sparse_embedder.embed_documents([CORPUS[2][0]])[0]
-    assert not set(sparse.indices) & set(target.indices)  # no shared word: only the dense side can find it
-    hits = store.search(dense_embedder.embed_query(q), sparse, None, limit=3)
-    assert hits[0].id == PARAPHRASE_ID
+    assert not set(sparse.indices) & set(target.indices)  # no shared word: only the dense leg can find it
+    dense_hits, sparse_hits = store.search_each(dense_embedder.embed_query(q), sparse, None, limit=3)
+    assert dense_hits[0].id == PARAPHRASE_ID and PARAPHRASE_ID not in ids(sparse_hits)
 
 
 def test_search_each_gives_both_legs_with_raw_scores(store: VectorStore, dense_embedder: DenseEmbedder,
@@ -282,9 +274,9 @@ def test_open_without_model_needs_an_index(backend: Backend) -> None:
 
 
 def test_ts_derived_from_iso_timestamp(store: VectorStore) -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    stamp = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    stamp = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
     new = [
         Point(id=pid(100), payload={"user_name": "carol", "timestamp": "2030-01-02T03:04:05.000Z"}, dense=[0.1] * DIMS),
         Point(id=pid(101), payload={"user_name": "carol", "ts": 5000}, dense=[0.1] * DIMS),  # int: stored as float
@@ -398,7 +390,7 @@ def test_edge_survives_sigkill_mid_write(tmp_path: Path) -> None:
         n = st.count()
         assert n >= acknowledged  # every acknowledged upsert survived
         assert st.count(SearchFilter(since_ts=0.0)) == n
-        assert len(st.search([0.5] * DIMS, None, None, limit=5)) == 5
+        assert len(st.search_each([0.5] * DIMS, None, None, limit=5)[0]) == 5
         st.upsert([Point(id=str(uuid.uuid4()), payload={"user_name": "after"}, dense=[0.1] * DIMS)])
         assert st.count() == n + 1
 

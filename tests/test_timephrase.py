@@ -4,7 +4,7 @@ searches (offline model, Qdrant Edge and the server backend's query code) over s
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +16,11 @@ from jacked.config import load_settings
 from jacked.query.search import SearchOptions, search_many
 from jacked.query.timephrase import find_time_phrase
 
-NOW = datetime(2026, 12, 2, 10, 30, tzinfo=timezone.utc)  # a Wednesday
+NOW = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)  # a Wednesday
 
 
 def _d(text: str) -> str:
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).isoformat()
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).isoformat()
 
 
 @pytest.mark.parametrize("query, phrase, since, until", [
@@ -133,12 +133,12 @@ def test_an_explicit_date_filter_wins(indexed: Any) -> None:
 
 def test_search_json_says_so(tmp_path: Path) -> None:
     """Through the CLI, relative to the real clock: yesterday's session only, and the reading shown."""
-    now = datetime.now(timezone.utc).astimezone()
+    now = datetime.now(UTC).astimezone()
     yesterday_noon = (now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(hours=12))
     claude, home = tmp_path / "claude", tmp_path / "home"
-    _session(claude, "eeeeeeee-0000-4000-8000-000000000005", yesterday_noon.astimezone(timezone.utc),
+    _session(claude, "eeeeeeee-0000-4000-8000-000000000005", yesterday_noon.astimezone(UTC),
              "renamed the billing export job")
-    _session(claude, "ffffffff-0000-4000-8000-000000000006", (now - timedelta(days=20)).astimezone(timezone.utc),
+    _session(claude, "ffffffff-0000-4000-8000-000000000006", (now - timedelta(days=20)).astimezone(UTC),
              "renamed the billing import job")
     assert run(["backfill", "--json"], home, claude).returncode == 0
     p = run(["search", "what did I rename yesterday in billing", "--json"], home, claude)

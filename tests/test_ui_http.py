@@ -80,7 +80,7 @@ def read_until_closed(sock: socket.socket, wait: float) -> tuple[bytes, bool]:
         sock.settimeout(left)
         try:
             chunk = sock.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             break
         except ConnectionResetError:
             return data, True

@@ -332,7 +332,7 @@ def test_opencode_sessions_use_the_same_model_and_keep_the_cost_opencode_recorde
     """opencode's hand fixture: each session's own (main-chain) tokens as its independent counter
     reads them, priced by the table, and what opencode itself recorded kept beside it."""
     sys.path.insert(0, str(Path(__file__).parent / "agents"))
-    import count_opencode  # noqa: E402 (a helper of the tests, found beside them)
+    import count_opencode
 
     fixture = Path(__file__).parent / "fixtures" / "opencode" / "hand"
     data = tmp_path / "xdg"

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import orjson
 
@@ -158,7 +158,7 @@ class FileState:
 
 
 #: File states by path: all of them, or read as looked up (`Catalog.lazy_file_states`).
-FileStates = Union[dict[str, FileState], Lookup[str, FileState]]
+FileStates = dict[str, FileState] | Lookup[str, FileState]
 
 
 def dump_state(obj: Any) -> bytes:

@@ -242,7 +242,7 @@ def compact_db(db: sqlite3.Connection, path: Any, after: Any = None) -> dict[str
     return {"bytes_before": before, "bytes_after": size(), "wal_emptied": not busy}
 
 
-class _secure_delete:  # noqa: N801 - used like a function: `with _secure_delete(db):`
+class _secure_delete:
     """`PRAGMA secure_delete=ON` for the deletes inside (SQLite zeroes the space they free)."""
 
     def __init__(self, db: sqlite3.Connection) -> None:

@@ -98,14 +98,14 @@ class EmbedAhead:
                 window = [self._queue.popleft() for _ in range(min(WINDOW, len(self._queue)))]
             try:
                 window = [t for _, t in sorted(zip(self._sizes(window), window), key=lambda st: st[0])]
-            except Exception as exc:  # noqa: BLE001 - the model's tokenizer: the dense pass meets it again
+            except Exception as exc:
                 self._fail(exc)
                 return
             for start in range(0, len(window), CHUNK):
                 chunk = window[start:start + CHUNK]
                 try:
                     vectors = self._embed(chunk)
-                except Exception as exc:  # noqa: BLE001 - the dense pass embeds these itself and reports it
+                except Exception as exc:
                     self._fail(exc)
                     return
                 with self._cv:

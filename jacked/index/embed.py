@@ -335,7 +335,7 @@ class _MeanPooledOnnx:
         # Padded here, per batch (`run`), not by the tokenizer: a caller tokenizes first and
         # batches texts of like length by their exact size (`DenseEmbedder.embed_documents`).
         tok.no_padding()
-        self.pad_id = int(pad_id if pad_id is not None else tok.token_to_id(pad_token))
+        self.pad_id = int(pad_id if pad_id is not None else tok.token_to_id(pad_token))  # type: ignore[arg-type]  # a shipped model's tokenizer has its pad token
         self.pad_left = padding.get("direction", "right") == "left"
         self.tokenizer = tok
 
@@ -574,6 +574,7 @@ class FastembedCatalog:
         return TextEmbedding(model_name=model_name, cache_dir=str(cache_dir), threads=threads)
 
     def tokenizer_file(self, model_name: str, cache_dir: Path, runner: Any | None) -> Path:
+        assert runner is not None  # fastembed's backend always has its runner here
         return Path(runner.model._model_dir) / "tokenizer.json"
 
 
@@ -713,7 +714,7 @@ class DenseEmbedder:
             self.load()
             if isinstance(self._model, _MeanPooledOnnx):
                 self._model.session()  # a query's, made here rather than at the first query
-        except Exception:  # noqa: BLE001 - the first embedding loads again and raises it where it is seen
+        except Exception:
             pass
 
     def _counting_tokenizer(self) -> Tokenizer:

@@ -81,7 +81,8 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
     if _fits(text, count, window):
         return [text]
     pieces: list[str] = []
-    for level, splitter in enumerate((lambda t: t.split("\n"), _SENTENCE.split, lambda t: t.split(" "))):
+    splitters: tuple[Callable[[str], list[str]], ...] = (lambda t: t.split("\n"), _SENTENCE.split, lambda t: t.split(" "))
+    for level, splitter in enumerate(splitters):  # noqa: B007  # read after the break
         parts = [p for p in splitter(text) if p.strip()]
         if len(parts) > 1:
             break

@@ -39,6 +39,7 @@ from jacked.util.time import epoch
 
 if TYPE_CHECKING:  # imported where used: a search needs none of the readers (~60 ms of its start)
     from jacked.schema.answers import IndexAnswer
+    from jacked.index.embed import DenseEmbedder, SparseEmbedder
     from jacked.index.extract import Document
     from jacked.index.glance import Glance, GlanceReport
     from jacked.ingest.privacy import Privacy
@@ -123,8 +124,8 @@ class Indexer:
         self.user = settings.user_name
         self.machine = getattr(settings, "machine", None) or socket.gethostname()
         self.model_name = getattr(settings, "embedding_model", None) or _default_model()
-        self._dense = None
-        self._sparse = None
+        self._dense: DenseEmbedder | None = None
+        self._sparse: SparseEmbedder | None = None
         # Whether the store may hold points of this user that the catalog never recorded (a new
         # catalog beside an older index): a backfill decides it once, before it writes (what it
         # writes itself is marked in the catalog first); other runs, each time.
@@ -136,7 +137,7 @@ class Indexer:
 
     # ------------------------------------------------------------------ encoders
     @property
-    def dense(self):  # type: ignore[no-untyped-def]
+    def dense(self) -> DenseEmbedder:
         if self._dense is None:
             from jacked.index.embed import get_dense_embedder
 
@@ -149,7 +150,7 @@ class Indexer:
         self.dense.load_in_background()
 
     @property
-    def sparse(self):  # type: ignore[no-untyped-def]
+    def sparse(self) -> SparseEmbedder:
         if self._sparse is None:
             from jacked.index.embed import SparseEmbedder
 
@@ -183,7 +184,7 @@ class Indexer:
             raise StoreNotFound(f"no index in {self.settings.home} yet: run `jacked backfill` first")
         return store.open(self.dense.model_name, self.dense.dims, recreate=recreate)
 
-    def reading_store(self):  # type: ignore[no-untyped-def]
+    def reading_store(self) -> Any:
         """The store, open, for the length of a `with` block that only reads it."""
         return self.open_store(must_exist=True)
 
@@ -211,7 +212,7 @@ class Indexer:
         scanner = self._scanner(privacy)
         only = None
         if repo:
-            only = lambda g: self._group_repo(g) == repo  # noqa: E731 - tiny predicate
+            only = lambda g: self._group_repo(g) == repo  # noqa: E731  # a one-line predicate
         report = _new_report()
         if rebuild:
             index_state.forget_user(self.catalog, self.user)

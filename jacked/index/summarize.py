@@ -238,7 +238,8 @@ def ensure_summaries(catalog: Catalog, sid: str, force: bool = False,
         return False
     have = stored_summaries(catalog, sid)
     cwd = row.get("cwd")
-    facts, writes = [], []
+    facts = []
+    writes: list[tuple[str, int, str, str, str, str | None, str | None, str, float]] = []
     now = time.time()
     for t in turns:
         ti = t["turn_index"]
@@ -358,7 +359,7 @@ class AnthropicTransport:
         req = urllib.request.Request(self.URL, data=body, method="POST", headers={
             "x-api-key": self.api_key, "anthropic-version": "2023-06-01", "content-type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - fixed https URL
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 data = json.loads(resp.read())
         except urllib.error.HTTPError as e:
             if e.code in (408, 409, 429) or e.code >= 500:

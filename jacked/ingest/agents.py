@@ -97,7 +97,7 @@ def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: FileStates, 
 def _read(source: TranscriptSource, found: FoundSession, errors: list[str]) -> tuple[Session, FileState] | None:
     try:
         session = source.read(found)
-    except Exception as e:  # noqa: BLE001 (one bad session file must not stop the others)
+    except Exception as e:
         errors.append(f"{found.location}: {type(e).__name__}: {e}")
         return None
     session.agent = source.name

@@ -27,6 +27,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
+import types
 import weakref
 import zlib
 from collections.abc import Iterator, Sequence
@@ -50,10 +51,11 @@ PROBE_BYTES = 4096
 CHUNK = 1 << 20
 LEVEL = 1  # fastest deflate: the archive is written on every scan; level 1 keeps most of the gain
 
+_deflate: types.ModuleType
 try:  # ISA-L's deflate: the same gzip format, five times faster than zlib's at level 1
     from isal import isal_zlib as _deflate
 except ImportError:  # no wheel for this platform
-    _deflate = zlib  # type: ignore[assignment]
+    _deflate = zlib
 LOCK_TIMEOUT_S = 60.0
 
 
@@ -216,7 +218,7 @@ class Archive:
         archiving must not stop a scan (problems are kept in `errors`)."""
         try:
             return self._capture(Path(path), kind, session_id)
-        except Exception as e:  # noqa: BLE001 - e.g. a full disk: report, keep scanning
+        except Exception as e:
             self.errors.append(f"{path}: {type(e).__name__}: {e}")
             return False
 
@@ -316,7 +318,7 @@ class Archive:
             with self._locked():
                 for f, kind in files:
                     self.capture(f, kind, group.session_id)
-        except Exception as e:  # noqa: BLE001 - e.g. the lock timed out: report, keep scanning
+        except Exception as e:
             self.errors.append(f"{group.session_id}: {type(e).__name__}: {e}")
 
     def capture_plans(self, plans_dir: Path, skip: set[str] | frozenset[str] = frozenset()) -> None:
@@ -330,7 +332,7 @@ class Archive:
             with self._locked():
                 for p in plans:
                     self.capture(p, "plan")
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             self.errors.append(f"{plans_dir}: {type(e).__name__}: {e}")
 
     # ------------------------------------------------------------------ forgetting
@@ -340,7 +342,7 @@ class Archive:
         {files, bytes} (compressed bytes removed). Never raises (problems go to `errors`)."""
         try:
             return self._drop(session_ids, plan_slugs)
-        except Exception as e:  # noqa: BLE001 - e.g. the lock timed out: report it, the caller goes on
+        except Exception as e:
             self.errors.append(f"forget: {type(e).__name__}: {e}")
             return {"files": 0, "bytes": 0}
 
@@ -400,7 +402,7 @@ class Archive:
         """
         try:
             return self._restore_missing(scanner, report, discovered)
-        except Exception as e:  # noqa: BLE001 - the archive must never break a scan
+        except Exception as e:
             self.errors.append(f"restore: {type(e).__name__}: {e}")
             return []
 
@@ -526,7 +528,7 @@ class _Restorer(SessionReader):
 
     source = "archive"  # `sessions.source`: the transcript is only in the archive
 
-    def __init__(self, parent: SessionReader, mapping: dict[str, str], plans_dir: Path) -> None:  # noqa: D107
+    def __init__(self, parent: SessionReader, mapping: dict[str, str], plans_dir: Path) -> None:
         # The parent's catalog and in-memory file states; never archive the temp copies.
         super().__init__(parent.catalog, parent.claude_dir, archive=None, known=parent.known,
                          privacy=parent.privacy)

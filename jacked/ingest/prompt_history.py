@@ -91,14 +91,14 @@ def recover_from_history(scanner: SessionReader, report: ScanReport) -> HistoryR
     out = HistoryReport()
     try:
         _recover(scanner, report, out)
-    except Exception as e:  # noqa: BLE001 - history is a bonus: it must never break a scan
+    except Exception as e:
         report.errors.append(f"{scanner.claude_dir / HISTORY_FILE}: {type(e).__name__}: {e}")
     try:
         ids = scan_state.session_ids_with_source(scanner.catalog, "history")
         out.sessions = len(ids)
         seen = set(report.session_ids)
         report.session_ids.extend(sid for sid in ids if sid not in seen)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         report.errors.append(f"history sessions: {type(e).__name__}: {e}")
     return out
 
@@ -113,15 +113,16 @@ def _recover(scanner: SessionReader, report: ScanReport, out: HistoryReport) -> 
         return
     rel = scanner.rel(path)
     known = scanner.known.get(rel)
-    usable = known is not None and known.kind == KIND and known.parser_version == HISTORY_VERSION
-    if usable and known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
+    usable = known if known is not None and known.kind == KIND and known.parser_version == HISTORY_VERSION else None
+    if usable is not None and usable.size == st.st_size and usable.mtime_ns == st.st_mtime_ns:
         return  # unchanged: not even opened
     start = 0
     totals = {"lines": 0, "malformed": 0, "without_session": 0}
-    if usable and st.st_size >= known.offset and _probe(path, known.offset) == (known.head_hash, known.tail_hash):
-        start = known.offset
+    if usable is not None and st.st_size >= usable.offset and _probe(path, usable.offset) == (usable.head_hash,
+                                                                                               usable.tail_hash):
+        start = usable.offset
         saved = load_state(scanner.catalog.file_blob(rel)) or {}
-        totals = {"lines": known.lines, "malformed": known.malformed,
+        totals = {"lines": usable.lines, "malformed": usable.malformed,
                   "without_session": int(saved.get("without_session", 0)) if isinstance(saved, dict) else 0}
     out.resumed_at = start
     skip: set[str] | None = None  # sessions that have a transcript: loaded on the first prompt line
@@ -185,7 +186,7 @@ def _with_transcript(scanner: SessionReader, report: ScanReport) -> set[str]:
     if archive is not None and (archive.root / "manifest.db").exists():
         try:
             skip.update(archive_queries.main_session_ids(archive.db))
-        except Exception as e:  # noqa: BLE001 - an unreadable manifest: build from history anyway
+        except Exception as e:
             report.errors.append(f"archive manifest: {type(e).__name__}: {e}")
     return skip
 
@@ -255,7 +256,7 @@ def settle_archived(catalog: Any, discovered: Iterable[str]) -> None:
         back = sorted(archived.intersection(discovered))
         if back:
             scan_state.set_source(catalog, back, "transcript")
-    except Exception:  # noqa: BLE001, S110 - a label, never worth failing a scan over
+    except Exception:
         pass
 
 

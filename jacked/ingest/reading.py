@@ -355,17 +355,17 @@ class SessionReader:
         known = self.known.get(rel)
         builder: FileBuilder | None = None
         start = lines = malformed = 0
-        usable = known is not None and known.parser_version == PARSER_VERSION
-        if usable and known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
+        usable = known if known is not None and known.parser_version == PARSER_VERSION else None
+        if usable is not None and usable.size == st.st_size and usable.mtime_ns == st.st_mtime_ns:
             builder = load_state(self.catalog.file_blob(rel))
             if builder is not None:  # unchanged: reuse the saved state without opening the file
                 return builder, None
-        if usable and st.st_size >= known.offset:
-            head, tail = _probe(path, known.offset)
-            if head == known.head_hash and tail == known.tail_hash:
+        if usable is not None and st.st_size >= usable.offset:
+            head, tail = _probe(path, usable.offset)
+            if head == usable.head_hash and tail == usable.tail_hash:
                 builder = load_state(self.catalog.file_blob(rel))
                 if builder is not None:
-                    start, lines, malformed = known.offset, known.lines, known.malformed
+                    start, lines, malformed = usable.offset, usable.lines, usable.malformed
         if builder is None:
             builder = FileBuilder(rel, is_subagent_file=(kind == "subagent"))
         res = ReadResult(end_offset=start)

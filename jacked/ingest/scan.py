@@ -104,7 +104,7 @@ class Scanner(SessionReader):
             part = ordered[start:start + CHUNK_SESSIONS]
             tick = None
             if progress is not None:
-                tick = lambda done, _n, base=start: progress(base + done, len(ordered))  # noqa: E731
+                tick = lambda done, _n, base=start: progress(base + done, len(ordered))  # noqa: E731  # binds this chunk's start
             self._scan_groups(part, report, tick)
             on_chunk([g.session_id for g in part])
 

@@ -80,7 +80,7 @@ def scan_in_workers(scanner: SessionReader, todo: list[Work],
                 counters.changed_session_ids = []  # only the counts travel back
                 with os.fdopen(write_end, "wb") as out:
                     pickle.dump(counters, out)
-            except BaseException:  # noqa: BLE001 - the parent redoes what is left
+            except BaseException:
                 code = 1
             finally:
                 os._exit(code)

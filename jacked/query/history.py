@@ -176,8 +176,8 @@ def turns_json(catalog: Catalog, session_id: str, prices: PriceTable | None = No
            "plan": row.get("plan"), "plan_source": row.get("plan_source"), "usage": session_total.to_json()}
     if per_turn:  # responses of no turn (a subagent no call names): in the total, not in a turn
         outside = Tally()
-        for t in per_turn.values():
-            outside.merge(t)
+        for tally in per_turn.values():
+            outside.merge(tally)
         out["usage_outside_turns"] = _turn_usage_json(outside)
     return out
 

@@ -122,7 +122,7 @@ def _found_at(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> int | N
         return None
     folded = " ".join(low.split())
     found = [pat.search(folded) for _, pat in patterns]
-    return found[0].start() if all(found) else None  # type: ignore[union-attr]
+    return found[0].start() if all(found) else None  # type: ignore[union-attr]  # all() checked every match
 
 
 @dataclass
@@ -229,8 +229,7 @@ class Searcher:
         for leg, hits in (("dense", dense_hits), ("lexical", lexical_hits)):
             for h in hits:
                 meta = keys.get(h.id)
-                sid = meta.get("session_id") if meta else None
-                if not sid:
+                if not meta or not (sid := meta.get("session_id")):
                     continue
                 s = sessions.get(sid)
                 if s is None:
@@ -402,7 +401,7 @@ def _mark_exact(exact: dict[str, int], keys: dict[str, dict[str, Any]], sessions
     """Mark the sessions and points of the verbatim matches `exact` (point id → where it starts)."""
     for point_id, at in exact.items():
         meta = keys.get(point_id) or {}
-        s = sessions.get(meta.get("session_id"))  # type: ignore[arg-type]
+        s = sessions.get(meta.get("session_id"))  # type: ignore[arg-type]  # None finds no session
         if s is not None:
             s.exact = True
             point = s.points[meta.get("content_hash") or point_id]

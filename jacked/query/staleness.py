@@ -186,7 +186,7 @@ def assess(row: dict[str, Any], files: list[str] | None = None, now: datetime | 
         st.level = age_level(days)
         st.age = relative_age(ended, now)
         st.message = age_message(st.level, st.age_days)
-    cwd = row.get("cwd")
+    cwd = row.get("cwd") or ""
     st.files_touched = len(files or [])
     try:
         st.repo_on_disk = bool(cwd) and Path(cwd).is_dir()

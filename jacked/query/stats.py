@@ -116,21 +116,22 @@ def _feedback_stats(catalog: Catalog, q: StatsQuery, since: str | None) -> dict[
     rejected: Counter[str] = Counter()
     interrupted: Counter[str] = Counter()
     per_repo: dict[Any, Counter[str]] = {}
-    for repo, kind, tool, n in stats_queries.feedback_counts(catalog, q.repo, q.session_id, since):
+    for repo, kind, stopped_tool, n in stats_queries.feedback_counts(catalog, q.repo, q.session_id, since):
         kinds[kind or "?"] += n
         c = per_repo.setdefault(repo, Counter())
         if kind in REJECTIONS:
-            rejected[tool or "?"] += n
+            rejected[stopped_tool or "?"] += n
             c["rejected"] += n
         elif kind == "interrupted":
-            interrupted[tool or NO_TOOL] += n
+            interrupted[stopped_tool or NO_TOOL] += n
             c["interrupted"] += n
         elif kind == "correction":
             c["corrections"] += n
-    by_tool = [{"tool": t, "calls": tool_calls[t], "rejected": rejected[t], "interrupted": interrupted[t],
-                "stopped": rejected[t] + interrupted[t], "rejection_rate": _rate(rejected[t], tool_calls[t]),
-                "interruption_rate": _rate(interrupted[t], tool_calls[t])}
-               for t in set(rejected) | set(interrupted)]
+    by_tool: list[dict[str, Any]] = [
+        {"tool": t, "calls": tool_calls[t], "rejected": rejected[t], "interrupted": interrupted[t],
+         "stopped": rejected[t] + interrupted[t], "rejection_rate": _rate(rejected[t], tool_calls[t]),
+         "interruption_rate": _rate(interrupted[t], tool_calls[t])}
+        for t in set(rejected) | set(interrupted)]
     by_tool.sort(key=lambda r: (-r["stopped"], -(r["rejection_rate"] or 0), r["tool"]))
     by_repo = []
     for repo, n_turns in turns.items():

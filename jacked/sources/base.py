@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from jacked.sources.model import Session
 from jacked.sources.redact import redact_many
@@ -33,7 +33,7 @@ class FoundSession:
     location: str  # the catalog's key for it: its main file's path (or `<db>#<id>` for a database)
     files: list[Path] = field(default_factory=list)
     fingerprint: str = ""
-    extra: dict[str, object] = field(default_factory=dict)  # whatever `read` needs from discovery
+    extra: dict[str, Any] = field(default_factory=dict)  # whatever `read` needs from discovery: each source its own
 
 
 @runtime_checkable
@@ -80,8 +80,8 @@ def redact_session(s: Session) -> Session:
                 slots.append((obj, name))
 
     take(s, "cwd", "git_branch", "plan")
-    for t in s.texts:
-        take(t, "text")
+    for unit in s.texts:
+        take(unit, "text")
     turns = [*s.turns, *(t for a in s.subagents for t in a.turns)]
     for a in s.subagents:
         take(a, "description", "prompt", "summary_text", "agent_type")
@@ -97,11 +97,11 @@ def redact_session(s: Session) -> Session:
                 for k, v in ev.data.items():
                     if isinstance(v, str):
                         slots.append((ev.data, k))
-    values = redact_many([o[n] if isinstance(o, (dict, list)) else getattr(o, n)  # type: ignore[index]
+    values = redact_many([o[n] if isinstance(o, (dict, list)) else getattr(o, n)  # type: ignore[index, arg-type]  # a key or an index into a dict or list, else an attribute name
                           for o, n in slots])
     for (obj, name), value in zip(slots, values):
         if isinstance(obj, (dict, list)):
-            obj[name] = value  # type: ignore[index]
+            obj[name] = value  # type: ignore[index]  # a key or an index, as the slot was taken
         else:
-            setattr(obj, name, value)  # type: ignore[arg-type]
+            setattr(obj, name, value)  # type: ignore[arg-type]  # an attribute name, as the slot was taken
     return s

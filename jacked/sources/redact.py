@@ -876,10 +876,10 @@ def _find_bare(data: bytes, out: list[_Span], ids: Sequence[int] = ()) -> None:
     m = n + 1  # find() % m: a run without a following space ends at n
     cands = [(s, e, data[s:e]) for s in set(starts) for e in (find(b" ", s) % m,) if _BARE_MIN <= e - s <= _BARE_MAX]
     cands = [x for x in cands if not (x[2].islower() or x[2].isupper() or x[2].startswith(_BARE_PREFIXES))]
-    cands = [(s, e, t, c) for s, e, t in cands for c in (t.translate(_CLASS_TABLE),)
-             if c.count(b"A") * 10 >= len(t) and (b"/" in t or c.count(b"aaa") * 5 <= len(t))]
+    classed = [(s, e, t, c) for s, e, t in cands for c in (t.translate(_CLASS_TABLE),)
+               if c.count(b"A") * 10 >= len(t) and (b"/" in t or c.count(b"aaa") * 5 <= len(t))]
     armored: bool | None = None
-    for s, e, tok, c in cands:
+    for s, e, tok, c in classed:
         s0 = s
         if data[s] in b"/+":  # `//Qm...` after a scheme, `/path`: the run starts after
             while s < e and data[s] in b"/+":
@@ -905,10 +905,10 @@ def _find_bare(data: bytes, out: list[_Span], ids: Sequence[int] = ()) -> None:
         elif b"/" in tok:
             pieces = []
             q = s
-            for p in tok.split(b"/"):
-                if len(p) >= 12 and _random_part(p, p.translate(_CLASS_TABLE)):
-                    pieces.append((q, q + len(p)))
-                q += len(p) + 1
+            for piece in tok.split(b"/"):
+                if len(piece) >= 12 and _random_part(piece, piece.translate(_CLASS_TABLE)):
+                    pieces.append((q, q + len(piece)))
+                q += len(piece) + 1
             if not pieces:
                 continue
         else:
@@ -958,8 +958,8 @@ def _add_trigger(literal: bytes, action: tuple[str, int], any_case: bool = False
         _PATTERN_ACTIONS.append(action)
 
 
-for _rule, (_, _, _literals) in enumerate(_TOKEN_RULES):
-    for _lit in _literals:
+for _rule, _token_rule in enumerate(_TOKEN_RULES):
+    for _lit in _token_rule[2]:
         _add_trigger(_lit, ("token", _rule))
 for _trig in _KEY_TRIGGERS:
     _add_trigger(_trig, ("key", len(_trig)), any_case=True)
@@ -1018,6 +1018,8 @@ try:  # Aho-Corasick in Rust: all triggers in one pass, several times faster tha
         return _find_all(data, overlapping=True)
 
     _trigger_hits: Callable[[bytes], list[tuple[int, int, int]]] = _hits_by_automaton
+    _bare_runs: list[Callable[[bytes], list[tuple[int, int, int]]]]
+    _bare_inner_runs: list[Callable[[bytes], list[tuple[int, int, int]]]]
     # One automaton per needle: with one pattern it searches with SIMD; with several, far slower.
     _bare_runs = [BytesAhoCorasick([nd]).find_matches_as_indexes for nd in _BARE_NEEDLES]
     _bare_inner_runs = [BytesAhoCorasick([nd]).find_matches_as_indexes for nd in _BARE_INNER_NEEDLES]

@@ -65,7 +65,7 @@ def run_hook(raw: str, get_settings: Callable[[], Settings]) -> int:
         # With a daemon, nothing here loads the settings: it has them, and a hook must be quick.
         where = locate() if daemon_enabled() else None
         settings = None if where is not None else get_settings()
-        home = where.home if where is not None else Path(settings.home)  # type: ignore[union-attr]
+        home = where.home if where is not None else Path(settings.home)  # type: ignore[union-attr]  # settings are loaded when there is no daemon
         data = parse_hook_input(raw)
         path = data.get("transcript_path")
         if path:

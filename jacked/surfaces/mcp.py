@@ -21,7 +21,7 @@ import inspect
 import re
 from collections.abc import Callable
 from itertools import islice
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
@@ -82,7 +82,7 @@ def tool_arguments(tool: str, model: type[BaseModel], given: dict[str, Any]) -> 
     if missing:
         raise ValueError(f"{missing[0]} is required")
     try:
-        return model.model_validate(given).model_dump_one_level()  # type: ignore[attr-defined, no-any-return]
+        return model.model_validate(given).model_dump_one_level()  # type: ignore[attr-defined]  # the MCP SDK's argument models (ArgModelBase) have it
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(part) for part in err["loc"]) or tool
@@ -357,12 +357,12 @@ def build_server(settings: Settings, scan: bool = True,
         return service().search(query, scope, limit=limit, **filters)
 
     # One argument per entry of the search-filter table: the tool's schema is read from this signature.
-    search.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    search.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # read by the MCP SDK for the tool's schema
         [inspect.Parameter("query", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str),
          inspect.Parameter("scope", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str, default="all"),
          inspect.Parameter("limit", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int, default=5)]
         + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                             annotation=Annotated[Optional[list[str]] if f.many else Optional[str],
+                             annotation=Annotated[list[str] | None if f.many else str | None,
                                                   Field(description=_described(f))])
            for f in search_filters.FILTERS], return_annotation=str)
 

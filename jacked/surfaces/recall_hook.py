@@ -59,12 +59,12 @@ def run_recall_hook(raw: str, max_tokens: int | None = None, search: bool = True
         if text:
             sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event,
                                                                 "additionalContext": text}}) + "\n")
-    except Exception as e:  # noqa: BLE001 - a hook must never break Claude Code
+    except Exception as e:
         try:
             from jacked.config import load_settings
             from jacked.surfaces.hook import log_problem
 
             log_problem(load_settings().home, f"recall hook failed: {type(e).__name__}: {e}")
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
     return 0

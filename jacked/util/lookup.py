@@ -51,7 +51,7 @@ class Lookup(Generic[K, V]):
         return self._rows.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        self.fetch((key,))  # type: ignore[arg-type]
+        self.fetch((key,))  # type: ignore[arg-type]  # `in` takes any object; a key of another type is simply absent
         return key in self._rows
 
     def __setitem__(self, key: K, value: V) -> None:

@@ -24,4 +24,4 @@ def trim_heap() -> None:
     where there is no glibc."""
     trim = _malloc_trim()
     if trim is not None:
-        trim(0)  # type: ignore[operator]
+        trim(0)  # type: ignore[operator]  # a ctypes function, untyped

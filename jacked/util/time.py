@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 from jacked.errors import JackedError
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def parse_ts(ts: str | None) -> datetime | None:
@@ -19,7 +19,7 @@ def parse_ts(ts: str | None) -> datetime | None:
         dt = datetime.fromisoformat(ts)
     except ValueError:
         return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def relative_age(ts: str | datetime | None, now: datetime | None = None) -> str:
@@ -74,7 +74,7 @@ def parse_since(value: str, now: datetime | None = None, option: str = "--since"
         dt = parse_ts(value.strip())
         if dt is None:
             raise TimeParseError(f"cannot read {option} {value!r}: use e.g. 7d, 2w, 3m, 1y or a date like 2026-01-31")
-        return dt.astimezone(timezone.utc)
+        return dt.astimezone(UTC)
     except OverflowError:  # a duration too long, or a date's zone shifting it out of range
         raise TimeParseError(f"{option} {value!r} is out of range (dates run from year 1 to 9999): "
                              "use a shorter duration or a date like 2026-01-31") from None
@@ -84,7 +84,7 @@ def iso_utc(value: str | None, now: datetime | None = None, option: str = "--sin
     """A `parse_since` value as an ISO string comparable with the catalog's UTC `...Z` timestamps."""
     if not value:
         return None
-    dt = parse_since(value, now, option).astimezone(timezone.utc)
+    dt = parse_since(value, now, option).astimezone(UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 

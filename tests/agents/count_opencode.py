@@ -201,7 +201,8 @@ def count_dir(root: Path) -> dict[str, Any]:
             if info.get("parentID") in infos:
                 children.setdefault(info["parentID"], []).append(sid)
 
-        def figures(sid: str) -> dict[str, Any]:
+        def figures(sid: str, records: dict[str, Any] = records,
+                    messages: dict[str, Any] = messages) -> dict[str, Any]:
             if sid in records:
                 return _entry_figures(records[sid])
             own = messages.get(sid, [])

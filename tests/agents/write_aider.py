@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ INPUT = ".aider.input.history"
 
 def _local(ts: str) -> datetime:
     d = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    d = d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+    d = d if d.tzinfo else d.replace(tzinfo=UTC)
     return d.astimezone()  # Aider writes this machine's local time
 
 

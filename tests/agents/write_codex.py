@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ CLI_VERSION = "0.46.0"
 
 
 def _parse(ts: str) -> datetime:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def _iso(dt: datetime) -> str:
@@ -110,7 +110,7 @@ def write_session(root: Path, spec: dict[str, Any], layout: str = "envelope") ->
         ins = _split(int(turn.get("input_tokens") or 0), responses)
         outs = _split(int(turn.get("output_tokens") or 0), responses)
 
-        def usage(k: int) -> None:
+        def usage(k: int, ins: list[int] = ins, outs: list[int] = outs) -> None:
             i, o = ins[k], outs[k]
             if not i and not o:
                 return

@@ -30,7 +30,7 @@ import difflib
 import hashlib
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +40,11 @@ TOOLS = {"read": "read_file", "write": "write_file", "edit": "replace", "shell":
 
 def _dt(ts: str) -> datetime:
     d = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+    return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
 def _iso(d: datetime) -> str:
-    return d.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return d.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _slug(text: str) -> str:

@@ -380,7 +380,7 @@ def keywords() -> None:
 
 # ============================================================================ command lines
 def commands() -> None:
-    pw = lambda: rnd(14) + R.choice("!@#%")  # noqa: E731
+    pw = lambda: rnd(14) + R.choice("!@#%")  # noqa: E731  # a one-line generator
     forms = [
         ("--password X (space)", "mysql --user=root --password {v} -h db.internal", pw()),
         ("--password=X", "mysqldump --password={v} app > dump.sql", pw()),
@@ -451,7 +451,7 @@ def headers() -> None:
 
 # ============================================================================ connection strings
 def connections() -> None:
-    pw = lambda: rnd(18)  # noqa: E731
+    pw = lambda: rnd(18)  # noqa: E731  # a one-line generator
     forms = [
         ("postgres://", "DATABASE_URL=postgres://app:{v}@db.internal:5432/app"),
         ("postgresql://", "engine = create_engine('postgresql+psycopg://etl:{v}@warehouse/analytics')"),
@@ -561,7 +561,7 @@ def lookalikes() -> None:
         lk("ssh rsa public key", f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ{b64bytes(120)} ci@runner")
         lk("thinking signature", f'"signature": "Eq{rnd(2)}CkYICRgCKkA{b64bytes(300)}"')
         lk("long base64 blob (file body)", b64bytes(600))
-    for i in range(3):
+    for _ in range(3):
         cert = b64bytes(600)
         lines = [cert[j:j + 64] for j in range(0, len(cert), 64)]
         lk("pem certificate", "-----BEGIN CERTIFICATE-----\nMIID" + lines[0][4:] + "\n" + "\n".join(lines[1:])

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from jacked.index.store.base import (
-    DEFAULT_PREFETCH,
     DENSE_VECTOR,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
@@ -63,7 +62,6 @@ def open_store(
 
 __all__ = [
     "BACKENDS",
-    "DEFAULT_PREFETCH",
     "DENSE_VECTOR",
     "FLOAT_INDEXES",
     "KEYWORD_INDEXES",

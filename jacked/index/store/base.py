@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,13 +48,6 @@ OBSOLETE_INDEXES: tuple[str, ...] = ("repo_id", "content_hash")
 FLOAT_INDEXES: tuple[str, ...] = ("ts",)
 #: Payload field of the unit's time in epoch seconds (float).
 TS_FIELD = "ts"
-#: RRF constant. 2 is Qdrant's own default (server, qdrant-client local mode), so both
-#: backends give the same fused scores: 1/(k + rank) summed over prefetches, rank from 0
-#: (so the top of each prefetch scores 0.5, and the top of two lists 1.0).
-RRF_K = 2
-#: Default number of candidates each prefetch (dense, bm25) contributes to fusion.
-DEFAULT_PREFETCH = 50
-
 _REBUILD_HINT = "run `jacked backfill --rebuild`"
 
 
@@ -104,8 +97,7 @@ class Point:
 class Hit:
     """A point returned by search / scroll / retrieve.
 
-    ``score`` is the fused RRF score for hybrid search, the raw cosine or BM25 score when
-    only one vector was queried, and 0.0 for scroll / retrieve.
+    ``score`` is the raw cosine or BM25 score of a search leg, and 0.0 for scroll / retrieve.
     """
 
     id: str
@@ -197,7 +189,7 @@ def prepare_payload(payload: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             return payload
         if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)  # transcripts write UTC
+            parsed = parsed.replace(tzinfo=UTC)  # transcripts write UTC
         return {**payload, TS_FIELD: parsed.timestamp()}
     return payload
 
@@ -221,7 +213,7 @@ class VectorStore(abc.ABC):
 
         with open_store("edge", home).open(embedder.model_name, embedder.dims) as store:
             store.upsert(points)
-            hits = store.search(dense, sparse, SearchFilter(user_name="ada"), limit=20)
+            dense_hits, bm25_hits = store.search_each(dense, sparse, SearchFilter(user_name="ada"), limit=20)
 
     Construction is cheap and touches nothing; :meth:`open` connects / locks / creates.
     """
@@ -270,7 +262,7 @@ class VectorStore(abc.ABC):
             raise StoreError("store is not open")
         return self._dims
 
-    def optimize(self) -> None:
+    def optimize(self) -> None:  # noqa: B027  # a hook: backends with nothing to optimise inherit this no-op
         """Build indexes / merge segments now if the backend needs it (default: nothing)."""
 
     def upkeep(self) -> bool:
@@ -332,31 +324,8 @@ class VectorStore(abc.ABC):
 
     # -- reads -------------------------------------------------------------
 
-    def search(
-        self,
-        dense: list[float] | None,
-        sparse: SparseVector | None,
-        flt: SearchFilter | None = None,
-        limit: int = 10,
-        prefetch: int = DEFAULT_PREFETCH,
-    ) -> list[Hit]:
-        """Best ``limit`` points for a query, with full payloads, best first.
-
-        With both vectors: ``prefetch`` candidates from each of ``dense`` and ``bm25``
-        (filtered), fused with RRF inside Qdrant — so sparse-only points rank through the
-        bm25 side. With one vector: a plain filtered query on it. With none (or only an
-        empty sparse vector): ``[]``.
-        """
-        if flt is not None and flt.matches_nothing():
-            return []
-        if sparse is not None and sparse.is_empty:
-            sparse = None  # a query of stopwords only: nothing to match on the bm25 side
-        if (dense is None and sparse is None) or limit <= 0:
-            return []
-        return self._search(dense, sparse, flt, limit, prefetch)
-
     def search_each(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None = None,
-                    limit: int = DEFAULT_PREFETCH, fields: list[str] | None = None) -> tuple[list[Hit], list[Hit]]:
+                    limit: int = 50, fields: list[str] | None = None) -> tuple[list[Hit], list[Hit]]:
         """The best ``limit`` points by the dense vector and, separately, by ``bm25``, each
         with its raw score (cosine; BM25) and the payload ``fields`` (all when None, none when
         empty: on an Edge shard reading payloads is most of a query's cost): for a caller
@@ -377,11 +346,6 @@ class VectorStore(abc.ABC):
     def _query_leg(self, using: str, vector: Any, flt: Any, limit: int, fields: list[str] | None) -> list[Hit]:
         """One plain query on the vector `using` (a dense list or a SparseVector), filter `flt`
         already in the backend's terms; payload `fields` (all when None, none when empty)."""
-
-    @abc.abstractmethod
-    def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
-                limit: int, prefetch: int) -> list[Hit]:
-        """The backend's query; `search` has already handled the empty cases."""
 
     @abc.abstractmethod
     def count(self, flt: SearchFilter | None = None) -> int:

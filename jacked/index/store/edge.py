@@ -48,7 +48,6 @@ from jacked.index.store.base import (
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
     OBSOLETE_INDEXES,
-    RRF_K,
     SPARSE_VECTOR,
     Hit,
     Point,
@@ -660,39 +659,6 @@ class EdgeStore(VectorStore):
             self._require().update(qe.UpdateOperation.set_payload_by_filter(flt, values))
 
     # -- reads -------------------------------------------------------------
-
-    def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
-                limit: int, prefetch: int) -> list[Hit]:
-        """Hybrid (RRF over dense + bm25 prefetches) or single-vector search; see base."""
-        import qdrant_edge as qe
-
-        f = self._filter(flt)
-        queries = []  # (query, vector name)
-        if dense is not None:
-            queries.append((qe.Query.Nearest(as_list(dense), using=DENSE_VECTOR), DENSE_VECTOR))
-        if sparse is not None:
-            queries.append((qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE_VECTOR),
-                            SPARSE_VECTOR))
-        if len(queries) == 2:
-            n = max(prefetch, limit)
-            # The filter goes on each prefetch (candidates must already match it) and on
-            # the fusion stage too.
-            request = qe.QueryRequest(
-                limit=limit,
-                prefetches=[qe.Prefetch(limit=n, query=q, filter=f, params=_graph_params(qe, using, f))
-                            for q, using in queries],
-                query=qe.Fusion.Rrf(k=RRF_K),
-                filter=f,
-                with_payload=True,
-                with_vector=False,
-            )
-        else:
-            (q, using), = queries
-            request = qe.QueryRequest(limit=limit, query=q, filter=f, with_payload=True, with_vector=False,
-                                      params=_graph_params(qe, using, f))
-        with self._mutex, self._errors("search"):
-            points = self._require().query(request)
-        return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in points]
 
     def _query_leg(self, using: str, vector: Any, flt: Any, limit: int, fields: list[str] | None) -> list[Hit]:
         # Plain queries, one per leg: measured on 100k points, a `query_batch` of the same two

@@ -20,7 +20,6 @@ from jacked.index.store.base import (
     DENSE_VECTOR,
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
-    RRF_K,
     SPARSE_VECTOR,
     Hit,
     ModelMismatch,
@@ -282,49 +281,6 @@ class ServerStore(VectorStore):
                                         points=models.FilterSelector(filter=flt), wait=True)
 
     # -- reads -------------------------------------------------------------
-
-    def _search(self, dense: list[float] | None, sparse: SparseVector | None, flt: SearchFilter | None,
-                limit: int, prefetch: int) -> list[Hit]:
-        """Hybrid (RRF over dense + bm25 prefetches) or single-vector search; see base."""
-        from qdrant_client import models
-
-        f = self._filter(flt)
-        dense_q = as_list(dense) if dense is not None else None
-        sparse_q = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values)) if sparse is not None else None
-        client = self._require()
-        with self._errors("search"):
-            if dense_q is not None and sparse_q is not None:
-                n = max(prefetch, limit)
-                # With Qdrant's default k a plain FusionQuery works on every server version;
-                # RrfQuery (explicit k) needs >= 1.16.
-                fusion: Any = (
-                    models.FusionQuery(fusion=models.Fusion.RRF)
-                    if RRF_K == 2
-                    else models.RrfQuery(rrf=models.Rrf(k=RRF_K))
-                )
-                res = client.query_points(
-                    self.collection,
-                    prefetch=[
-                        models.Prefetch(query=dense_q, using=DENSE_VECTOR, limit=n, filter=f),
-                        models.Prefetch(query=sparse_q, using=SPARSE_VECTOR, limit=n, filter=f),
-                    ],
-                    query=fusion,
-                    query_filter=f,
-                    limit=limit,
-                    with_payload=True,
-                    with_vectors=False,
-                )
-            else:
-                res = client.query_points(
-                    self.collection,
-                    query=dense_q if dense_q is not None else sparse_q,
-                    using=DENSE_VECTOR if dense_q is not None else SPARSE_VECTOR,
-                    query_filter=f,
-                    limit=limit,
-                    with_payload=True,
-                    with_vectors=False,
-                )
-        return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in res.points]
 
     def _query_leg(self, using: str, vector: Any, flt: Any, limit: int, fields: list[str] | None) -> list[Hit]:
         from qdrant_client import models

@@ -158,8 +158,8 @@ class AiderSource:
                                extra={"path": path, "block": block, "prompt_times": prompt_times})
 
     def read(self, found: FoundSession) -> Session:
-        path: Path = found.extra["path"]  # type: ignore[assignment]
-        block: Block = found.extra["block"]  # type: ignore[assignment]
+        path: Path = found.extra["path"]
+        block: Block = found.extra["block"]
         started = utc_of_local(block.started)
         parsed = parse_lines(block.text)
         holder = found.extra.get("prompt_times")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from jacked.sources.aider.history import Kind, Line
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, head_and_tail, short
@@ -85,7 +85,7 @@ def utc_of_local(local: str | None) -> str | None:
         return None
     if dt.tzinfo is None:
         dt = dt.astimezone()  # a naive time is this machine's local time
-    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(slots=True)

@@ -209,7 +209,7 @@ def _link(s: Session, subs: list[Subagent]) -> None:
     waiting = [sub for sub in subs if id(sub) not in linked and sub.layout in ("subagents_dir", "flat")
                and sub.prompt]
     if unmatched and waiting:
-        keys = {id(sub): prompt_hash(sub.prompt) for sub in waiting}  # type: ignore[arg-type]
+        keys = {id(sub): prompt_hash(sub.prompt) for sub in waiting}  # type: ignore[arg-type]  # `waiting` keeps only subagents with a prompt
         for turn, inv in unmatched:
             if inv.prompt_key is None:
                 continue
@@ -245,7 +245,7 @@ _TEAMMATE_ID = re.compile(r'teammate_id\s*=\s*"([^"]*)"')
 def _identify(sub: Subagent, meta: dict[str, Any], team_name: str | None, member_name: str | None) -> None:
     """Who a subagent file is: a workflow run's agent (with its journal report), or a
     teammate (its records or meta name a team, or the team lead's message is its prompt)."""
-    extra = meta.get(EXTRA) if isinstance(meta.get(EXTRA), dict) else {}
+    extra = given if isinstance(given := meta.get(EXTRA), dict) else {}
     if sub.layout == "workflow":
         sub.workflow_run = extra.get("workflow_run")
         if "journal_result" in extra:
@@ -326,10 +326,10 @@ def _attach_workflows(s: Session, subs: list[Subagent]) -> None:
         else:
             starts = [t for t in (parse_ts(a.started_at) for a in agents) if t is not None]
             first = min(starts) if starts else None
-            turn = _turn_at(s.turns, first)
-            if turn is None:
+            nearest = _turn_at(s.turns, first)
+            if nearest is None:
                 continue
-            call = None
+            turn, call = nearest, None
             for inv in turn.invocations:
                 if inv.tool_name in WORKFLOW_TOOLS:
                     at = parse_ts(inv.timestamp)

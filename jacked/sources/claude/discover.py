@@ -214,12 +214,12 @@ def session_dir_files(session_dir: str | os.PathLike[str], errors: list[str] | N
                         subs.append(sf)
     results: list[Path] = []
     if TOOL_RESULTS_DIR in present:
-        for e in _listing(os.path.join(session_dir, TOOL_RESULTS_DIR), errors):
-            kind = _kind(e)
+        for entry in _listing(os.path.join(session_dir, TOOL_RESULTS_DIR), errors):
+            kind = _kind(entry)
             if kind == "file":
-                results.append(Path(e.path))
+                results.append(Path(entry.path))
             elif kind != "dir":
-                errors.append(_not_regular(e.path))
+                errors.append(_not_regular(entry.path))
     return (sorted(subs, key=lambda f: f.path), sorted(compactions, key=lambda f: f.path),
             sorted(results))
 

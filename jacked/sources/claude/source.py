@@ -34,7 +34,7 @@ class ClaudeSource:
                                paths, stat_fingerprint(paths), extra={"group": group, "plans": root / "plans"})
 
     def read(self, found: FoundSession) -> Session:
-        group: SessionFiles = found.extra["group"]  # type: ignore[assignment]
+        group: SessionFiles = found.extra["group"]
         main = _build(group.main, False) if group.main is not None else None
         subs = [(_build(sf.path, True), sf.layout, subagent_meta(sf)) for sf in group.subagents + group.compactions]
         plans = found.extra.get("plans")

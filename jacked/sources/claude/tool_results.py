@@ -47,7 +47,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 def looks_like_reference(text: str | None) -> bool:
     """Whether a result text is a `<persisted-output>` reference (cheap: its first characters;
     a result that only quotes the tag further in, e.g. a file read, is not one)."""
-    return bool(text) and text[:64].lstrip().startswith(REFERENCE_TAG)  # type: ignore[index]
+    return bool(text) and text[:64].lstrip().startswith(REFERENCE_TAG)  # type: ignore[index]  # bool(text) ruled out None
 
 
 def reference_name(text: str) -> tuple[str | None, str | None]:

@@ -111,7 +111,7 @@ def _usage_counts(usage: dict[str, Any]) -> tuple[int, int, int, int]:
                   usage.get("cache_read_input_tokens", 0), usage.get("cache_creation_input_tokens", 0))
     if a.__class__ is int and b.__class__ is int and c.__class__ is int and d.__class__ is int:
         return a, b, c, d
-    return tuple(x if isinstance(x, int) else 0 for x in (a, b, c, d))  # type: ignore[return-value]
+    return tuple(x if isinstance(x, int) else 0 for x in (a, b, c, d))  # type: ignore[return-value]  # four ints
 
 
 def _one_hour_writes(usage: dict[str, Any], cache_creation: int) -> int:
@@ -326,7 +326,7 @@ class FileBuilder:
         twice changes nothing, so an object listed again costs a little time only)."""
         objects = {id(o): o for o in self._dirty}.values()
         self._dirty = []
-        refs = []
+        refs: list[tuple[Any, Any, str]] = []  # (object, attribute name / key / index, text)
         for o in objects:
             for a in _TEXT_FIELDS[o.__class__]:
                 v = getattr(o, a)
@@ -428,7 +428,7 @@ class FileBuilder:
         if not text.strip():
             self.unknown += 1  # nothing to keep: skipped and counted
             return
-        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        ts = given if isinstance(given := rec.get("timestamp"), str) else None
         if is_notification(text):
             turn = self._start_turn(None, ts, False, started_by="notification", queued=True)
             turn.events.append(TurnEvent("notification", ts, {"summary": _notification_summary(text)}))
@@ -765,9 +765,9 @@ class FileBuilder:
         if name == dec.QUESTION_TOOL:
             asked = self.asks.pop(tid, None)
             if not inv.is_error:
-                for d in dec.question_decisions(asked, tur, text):
-                    d["tool_use_id"] = tid
-                    self._event(turn, "decision", ts, d)
+                for decision in dec.question_decisions(asked, tur, text):
+                    decision["tool_use_id"] = tid
+                    self._event(turn, "decision", ts, decision)
         elif name == dec.PLAN_TOOL or name == dec.ENTER_PLAN_TOOL:
             if inv.is_error and not rejected:
                 return  # failed, not refused: nothing was decided
@@ -862,7 +862,7 @@ class FileBuilder:
         if call is not None:
             call.tool_calls += 1
         name = str(b.get("name") or "?")
-        inp = b.get("input") if isinstance(b.get("input"), dict) else {}
+        inp = given if isinstance(given := b.get("input"), dict) else {}
         inv = Invocation(tool_name=name, tool_use_id=str(b.get("id") or ""), sequence=self.cur_msg_seq[mid],
                          position=self.cur_msg_calls[mid], message_id=mid, timestamp=ts,
                          input_brief=brief_input(inp))
@@ -896,7 +896,7 @@ class FileBuilder:
     # ------------------------------------------------------------------ system lines
     def _system(self, rec: dict[str, Any]) -> None:
         sub = rec.get("subtype")
-        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        ts = given if isinstance(given := rec.get("timestamp"), str) else None
         if sub == "turn_duration":
             d = rec.get("durationMs")
             if self.cur is not None and isinstance(d, (int, float)):
@@ -905,7 +905,7 @@ class FileBuilder:
         elif sub == "compact_boundary":
             if self.cur is not None:
                 self.cur.compacted = True
-                meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+                meta = given if isinstance(given := rec.get("compactMetadata"), dict) else {}
                 data = {"trigger": meta.get("trigger") if isinstance(meta.get("trigger"), str) else None,
                         "pre_tokens": meta.get("preTokens") if isinstance(meta.get("preTokens"), int) else None}
                 self.cur.events.append(TurnEvent("compaction", ts, data))

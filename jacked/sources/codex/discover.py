@@ -24,7 +24,7 @@ def rollout_files(root: Path, errors: list[str]) -> Iterator[Path]:
         if not top.is_dir():
             continue
 
-        def report(e: OSError) -> None:
+        def report(e: OSError, top: Path = top) -> None:
             errors.append(f"{e.filename or top}: {e.strerror or e}")
 
         for dirpath, dirnames, filenames in os.walk(top, onerror=report):

@@ -35,7 +35,7 @@ def _parse(text: str) -> tomlkit.TOMLDocument:
         raise CodexConfigError(f"not valid TOML ({e}): fix it first; jacked leaves it untouched") from None
 
 
-def _servers(doc: tomlkit.TOMLDocument, create: bool) -> dict | None:  # type: ignore[type-arg]
+def _servers(doc: tomlkit.TOMLDocument, create: bool) -> dict | None:
     servers = doc.get(TABLE)
     if servers is None:
         if not create:

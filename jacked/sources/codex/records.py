@@ -58,7 +58,7 @@ def normalize(rec: dict[str, Any]) -> tuple[str, dict[str, Any], str | None]:
     ts = rec.get("timestamp")
     ts = ts if ts.__class__ is str else None
     if rtype in ENVELOPE_TYPES and payload.__class__ is dict:
-        return rtype, payload, ts  # type: ignore[return-value]
+        return rtype, payload, ts
     if rtype is None:
         if rec.get("record_type") == "state":
             return "state", rec, None

@@ -145,7 +145,7 @@ class RolloutBuilder:
                 kind == "response_item" and payload.get("type") in ("compaction", "compaction_summary"))
 
     def _session_meta(self, p: dict[str, Any], ts: str | None) -> None:
-        sid = p.get("id") if isinstance(p.get("id"), str) else None
+        sid = given if isinstance(given := p.get("id"), str) else None
         if self.meta_id is None:
             self.meta_id = sid or self.session_id
             if isinstance(p.get("timestamp"), str) and self.started_at is None:
@@ -287,7 +287,7 @@ class RolloutBuilder:
     def _call(self, p: dict[str, Any], itype: str, ts: str | None) -> None:
         turn = self._model_output(ts)
         call_id = p.get("call_id") or p.get("id") or ""
-        name = p.get("name") if isinstance(p.get("name"), str) else None
+        name = given if isinstance(given := p.get("name"), str) else None
         args: dict[str, Any]
         if itype == "function_call":
             args = parse_arguments(p.get("arguments"))
@@ -295,11 +295,11 @@ class RolloutBuilder:
             raw = p.get("input")
             args = {"input": raw} if isinstance(raw, str) else parse_arguments(raw)
         elif itype == "local_shell_call":
-            action = p.get("action") if isinstance(p.get("action"), dict) else {}
+            action = given if isinstance(given := p.get("action"), dict) else {}
             args = {k: v for k, v in action.items() if k != "type"}
             name = "local_shell"
         elif itype == "web_search_call":
-            action = p.get("action") if isinstance(p.get("action"), dict) else {}
+            action = given if isinstance(given := p.get("action"), dict) else {}
             args = {k: v for k, v in action.items() if k != "type"}
             name = "web_search"
         else:
@@ -392,7 +392,7 @@ class RolloutBuilder:
                 if text.lstrip().startswith(SHELL_COMMAND_PREFIX):
                     self._shell_event(text, ts)
                 elif not is_injected(text):
-                    tid = p.get("turn_id") if isinstance(p.get("turn_id"), str) else None
+                    tid = given if isinstance(given := p.get("turn_id"), str) else None
                     self._prompt(text, "event", ts, tid)
         elif etype == "item_completed":
             self._item_completed(p, ts)
@@ -460,16 +460,16 @@ class RolloutBuilder:
         if itype == "UserMessage":
             text = text_of_content(item.get("content"), ("text", "input_text"))
             if text.strip() and not is_injected(text):
-                tid = p.get("turn_id") if isinstance(p.get("turn_id"), str) else None
+                tid = given if isinstance(given := p.get("turn_id"), str) else None
                 self._prompt(text, "item_event", ts, tid)
         elif itype == "AgentMessage":
             text = text_of_content(item.get("content"), ("text", "Text", "output_text"))
             if text.strip():
                 self._assistant_text(self._turn(ts), text)
         elif itype == "Plan":
-            text = item.get("text")
-            if isinstance(text, str) and text.strip():
-                self.plan = text[:MAX_TEXT_CHARS]
+            plan = item.get("text")
+            if isinstance(plan, str) and plan.strip():
+                self.plan = plan[:MAX_TEXT_CHARS]
 
     def _shell_event(self, text: str, ts: str | None) -> None:
         """A command the user ran with `!` (`<user_shell_command>`): what the user saw, kept

@@ -135,7 +135,7 @@ def _load_document(path: Path) -> ChatFile:
     if isinstance(doc, dict):
         _merge_meta(chat.meta, doc)
         msgs = _Messages()
-        listed = doc.get("messages") if isinstance(doc.get("messages"), list) else []
+        listed = given if isinstance(given := doc.get("messages"), list) else []
         for m in listed:
             if _is_message(m):
                 msgs.put(m)

@@ -26,7 +26,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ def _iso(ts: Any) -> str | None:
     dt = parse_ts(ts)
     if dt is None:
         return None
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def load_logs(path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -159,11 +159,11 @@ class GeminiSource:
     def read(self, found: FoundSession) -> Session:
         if found.extra.get("kind") == "logs":
             return _from_logs(found)
-        main: Path = found.extra.get("main") or Path(found.location)  # type: ignore[assignment]
+        main: Path = found.extra.get("main") or Path(found.location)
         chat = load_chat(main)
         built = build_turns(chat.messages)
-        project: Path = found.extra.get("project") or main.parent.parent  # type: ignore[assignment]
-        cwd = found.extra.get("cwd") if isinstance(found.extra.get("cwd"), str) else None
+        project: Path = found.extra.get("project") or main.parent.parent
+        cwd = given if isinstance(given := found.extra.get("cwd"), str) else None
         if cwd is None:
             cwd = _root_from_session(chat, built.paths, project)
         s = Session(session_id=found.session_id, file=str(main.absolute()), agent="gemini",
@@ -178,9 +178,9 @@ class GeminiSource:
         if isinstance(summary, str) and summary.strip():
             s.texts.append(TextUnit("ai_title", strip_ansi(summary.strip()), s.ended_at, None))
         subs = found.extra.get("subagents") or []
-        s.subagents = _subagents(subs, s.turns)  # type: ignore[arg-type]
+        s.subagents = _subagents(subs, s.turns)
         plans = found.extra.get("plans") or []
-        s.plan, s.plan_source = _plan(plans, built.plan_file, built.written)  # type: ignore[arg-type]
+        s.plan, s.plan_source = _plan(plans, built.plan_file, built.written)
         return s
 
 
@@ -279,16 +279,16 @@ def _plan(plans: list[Path], plan_file: str | None, written: dict[str, str]) -> 
 
 def _from_logs(found: FoundSession) -> Session:
     """A session known only from `logs.json`: one turn per prompt typed."""
-    entries: list[dict[str, Any]] = found.extra.get("entries") or []  # type: ignore[assignment]
-    project: Path = found.extra["project"]  # type: ignore[assignment]
+    entries: list[dict[str, Any]] = found.extra.get("entries") or []
+    project: Path = found.extra["project"]
     logs = project / LOGS_FILE
-    cwd = found.extra.get("cwd") if isinstance(found.extra.get("cwd"), str) else None
+    cwd = given if isinstance(given := found.extra.get("cwd"), str) else None
     if cwd is None and is_hash_name(project.name):
         registry = found.extra.get("registry") or {}
         cwd = registry.get(project.name) if isinstance(registry, dict) else None
     entries = sorted(entries, key=lambda e: (parse_ts(e["timestamp"]) is None, e["timestamp"],
                                               e.get("messageId") if isinstance(e.get("messageId"), int) else 0))
-    turns = []
+    turns: list[Turn] = []
     for e in entries:
         text = strip_ansi(e["message"])
         if not text.strip():

@@ -215,7 +215,7 @@ class TurnBuilder:
                 seen.add(key)
                 if mtype == "user" and SNAPSHOT_TAG in text_of(msg.get("content")):
                     copying = True
-            ts = msg.get("timestamp") if isinstance(msg.get("timestamp"), str) else None
+            ts = given if isinstance(given := msg.get("timestamp"), str) else None
             if ts is not None:
                 self.out.started_at = self.out.started_at or ts
                 self.out.ended_at = _later(self.out.ended_at, ts)
@@ -298,10 +298,10 @@ class TurnBuilder:
         turn = self.cur
         assert turn is not None
         self._extend(ts)
-        mid = msg.get("id") if isinstance(msg.get("id"), str) else f"gemini-{len(turn.llm_calls)}"
+        mid = given if isinstance(given := msg.get("id"), str) else f"gemini-{len(turn.llm_calls)}"
         listed = msg.get("toolCalls")
         calls = [c for c in listed if isinstance(c, dict)] if isinstance(listed, list) else []
-        tokens = msg.get("tokens") if isinstance(msg.get("tokens"), dict) else None
+        tokens = given if isinstance(given := msg.get("tokens"), dict) else None
         text = text_of(msg.get("content")).strip()
         if self.after_snapshot and tokens is None and not calls:
             self.after_snapshot = False  # the model's acknowledgement Gemini CLI puts after a compression summary
@@ -335,12 +335,12 @@ class TurnBuilder:
     # ------------------------------------------------------------------ tool calls
     def _invocation(self, tc: dict[str, Any], mid: str, seq: int, pos: int, ts: str | None) -> Invocation:
         name = str(tc.get("name") or "?")
-        args = tc.get("args") if isinstance(tc.get("args"), dict) else {}
-        call_id = tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else f"{mid}#{pos}"
-        when = tc.get("timestamp") if isinstance(tc.get("timestamp"), str) else ts
+        args = given if isinstance(given := tc.get("args"), dict) else {}
+        call_id = given if isinstance(given := tc.get("id"), str) and given else f"{mid}#{pos}"
+        when = given if isinstance(given := tc.get("timestamp"), str) else ts
         inv = Invocation(tool_name=name, tool_use_id=call_id, sequence=seq, position=pos, message_id=mid,
                          timestamp=when, input_brief=brief_input(args))
-        fp = args.get("file_path") if isinstance(args.get("file_path"), str) else args.get("absolute_path")
+        fp = given if isinstance(given := args.get("file_path"), str) else args.get("absolute_path")
         if isinstance(fp, str) and fp:
             inv.file_path = fp
         if name in SHELL_TOOLS and isinstance(args.get("command"), str):

@@ -40,7 +40,7 @@ from __future__ import annotations
 import ntpath
 import posixpath
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
@@ -87,7 +87,7 @@ def iso(ms: Any) -> str | None:
     if ms.__class__ not in (int, float) or ms <= 0:
         return None
     try:
-        dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
@@ -316,13 +316,13 @@ class SessionBuilder:
         text = ""
         if status == "completed":
             inv.has_result = True
-            text = state.get("output") if isinstance(state.get("output"), str) else ""
+            text = given if isinstance(given := state.get("output"), str) else ""
             exit_code = meta.get("exit")
             if name in SHELL_TOOLS and exit_code.__class__ is int and exit_code != 0:
                 inv.is_error = True
         elif status == "error":
             inv.has_result = inv.is_error = True
-            text = state.get("error") if isinstance(state.get("error"), str) else ""
+            text = given if isinstance(given := state.get("error"), str) else ""
         if inv.has_result:
             inv.result_timestamp = end
             text = strip_ansi(text)
@@ -559,7 +559,7 @@ def _file_change(inv: Invocation, inp: dict[str, Any], meta: dict[str, Any]) -> 
     hashes: list[tuple[Any, Any]] = []
     for change in changes:
         filediff = _dict(change.get("filediff")) or change
-        diff = change.get("diff") if isinstance(change.get("diff"), str) else filediff.get("patch")
+        diff = given if isinstance(given := change.get("diff"), str) else filediff.get("patch")
         if isinstance(diff, str) and diff.strip():
             diffs.append(diff)
         if filediff.get("additions").__class__ is int and filediff.get("deletions").__class__ is int:

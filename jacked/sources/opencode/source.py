@@ -52,7 +52,7 @@ class OpencodeSource:
             yield from _file_sessions(FileStore(storage), seen, errors)
 
     def read(self, found: FoundSession) -> Session:
-        tree: list[tuple[str, str]] = found.extra.get("tree", [])  # type: ignore[assignment]
+        tree: list[tuple[str, str]] = found.extra.get("tree", [])
         raws: dict[str, RawSession] = {}
         db = found.extra.get("db")
         if isinstance(db, Path):
@@ -64,8 +64,8 @@ class OpencodeSource:
                     except ValueError:
                         continue  # a subagent session removed since it was found
         else:
-            files = FileStore(found.extra["storage"])  # type: ignore[arg-type]
-            paths: dict[str, str] = found.extra["paths"]  # type: ignore[assignment]
+            files = FileStore(found.extra["storage"])
+            paths: dict[str, str] = found.extra["paths"]
             raws[found.session_id] = files.read(found.session_id, Path(paths[found.session_id]))
             for cid, _ in tree:
                 try:

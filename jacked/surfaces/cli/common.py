@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,19 +124,19 @@ def require_projects(s: Settings) -> None:
 
 
 @contextmanager
-def progress_bar(enabled: bool) -> Iterator[object]:
+def progress_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
     """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
     if not enabled or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     # Refreshed from the callback, not by rich's refresh thread: a cold scan forks worker
     # processes only from a single-threaded process.
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
-        tasks: dict[str, object] = {}
+        tasks: dict[str, TaskID] = {}
         last_refresh = [0.0]
 
         def update(stage: str, done: int, total: int) -> None:
@@ -144,7 +144,7 @@ def progress_bar(enabled: bool) -> Iterator[object]:
                 label = {"glance": "glancing at prompts", "scan": "reading sessions",
                          "optimize": "building the search index"}.get(stage, "indexing")
                 tasks[stage] = bar.add_task(label, total=total)
-            bar.update(tasks[stage], completed=done, total=total)  # type: ignore[arg-type]
+            bar.update(tasks[stage], completed=done, total=total)
             now = time.monotonic()
             if now - last_refresh[0] >= 0.1 or done >= total:
                 bar.refresh()

@@ -1,4 +1,5 @@
-"""`jacked config [--show | --reset]`, `jacked config set KEY VALUE`, `jacked config unset KEY`.
+"""`jacked config [--show | --reset]`, `jacked config set KEY VALUE`, `jacked config unset KEY`,
+`jacked config migrate`.
 
 Thin wrappers over jacked.config's library functions: the file is `<claude dir>/jacked.json`
 (mode 0600); a broken file is a one-line ConfigError naming the line, never a traceback.
@@ -95,6 +96,26 @@ def unset_cmd(key: str = typer.Argument(..., help="Setting name to remove from t
 
     set_config_value(STATE.claude_dir, key, None)
     typer.echo(f"{key} removed from {config_path(STATE.claude_dir)}")
+
+
+@config_app.command("migrate")
+def migrate_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Write the environment's settings and the old key names into the config file (loading never writes it).
+
+    Copies JACKED_<KEY> and the old QDRANT_CLAUDE_SESSIONS_* variables for the keys the file lacks
+    (not the per-run ones: JACKED_HOME, JACKED_USER_NAME, ...), so the file is the one place to look."""
+    from jacked.config import config_path, migrate_config
+
+    moved = migrate_config(STATE.claude_dir)
+    path = config_path(STATE.claude_dir)
+    if json_out:
+        print_json({"migrated": moved, "path": str(path)})
+    elif not moved:
+        typer.echo(f"nothing to migrate into {path}")
+    else:
+        for key, origin in moved.items():
+            typer.echo(f"{key}: from {origin}")
+        typer.echo(f"saved in {path} (it now takes precedence over these variables)")
 
 
 def register(app: typer.Typer) -> None:

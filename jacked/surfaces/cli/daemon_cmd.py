@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import typer
 
 from jacked.surfaces.cli.common import STATE, CliError, print_json, settings
 
+if TYPE_CHECKING:
+    from jacked.surfaces.daemon.client import DaemonClient
+    from jacked.surfaces.daemon.protocol import Where
+
 daemon_app = typer.Typer(help="The per-user daemon that holds the index and answers every jacked command.",
                          no_args_is_help=True)
 
 
-def _client():  # type: ignore[no-untyped-def]
+def _client() -> tuple[Where, DaemonClient]:
     from jacked.surfaces.daemon.client import DaemonClient
     from jacked.surfaces.daemon.protocol import DaemonPaths, locate
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jacked.config import Settings
 
 _exit_code = 0
 #: Read commands that skip typer when a daemon answers them (`jacked.surfaces.cli.fast.COMMANDS`).
@@ -27,7 +31,7 @@ def run() -> None:
         if sys.argv[1:] == ["index", "--hook"]:
             from jacked.surfaces.hook import run_hook
 
-            def load_settings() -> object:  # only when no daemon takes the work: it has them
+            def load_settings() -> Settings:  # only when no daemon takes the work: it has them
                 from jacked.config import load_settings as load
 
                 return load()

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Optional
 
 import typer
 
@@ -11,9 +10,9 @@ from jacked.surfaces.cli.common import CliError, print_json, service, warn
 
 
 def forget_cmd(
-    sessions: Optional[list[str]] = typer.Argument(None, help="Session ids, unique prefixes or transcript paths."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Every session of this repo (its name or its folder)."),
-    before: Optional[str] = typer.Option(None, "--before", help="Sessions last active before this date (2025-06-30) "
+    sessions: list[str] | None = typer.Argument(None, help="Session ids, unique prefixes or transcript paths."),
+    repo: str | None = typer.Option(None, "--repo", help="Every session of this repo (its name or its folder)."),
+    before: str | None = typer.Option(None, "--before", help="Sessions last active before this date (2025-06-30) "
                                          "or older than this age (3m, 1y); with --repo, that repo's only."),
     list_: bool = typer.Option(False, "--list", help="Show the sessions forgotten so far instead."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),

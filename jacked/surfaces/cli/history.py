@@ -122,7 +122,7 @@ def show_cmd(
         before = t.get("snapshot") or before
 
 
-def _one_line(text: Optional[str]) -> str:
+def _one_line(text: str | None) -> str:
     return (text or "").replace("\n", " ").strip()
 
 
@@ -144,7 +144,7 @@ def _metrics_line(t: dict[str, Any]) -> str:
         parts.append(f"{tokens} in / {m.get('output_tokens', 0)} out tokens")
     cost = (t.get("usage") or {}).get("cost_usd")
     if cost is not None and (t.get("usage") or {}).get("api_calls"):
-        parts.append(f"${cost:,.2f} with its subagents" if len((t["usage"].get("by_role") or {})) > 1 else f"${cost:,.2f}")
+        parts.append(f"${cost:,.2f} with its subagents" if len(t["usage"].get("by_role") or {}) > 1 else f"${cost:,.2f}")
     if t.get("duration_ms") is not None:
         approx = "~" if t.get("duration_source") == "timestamps" else ""
         parts.append(f"{approx}{t['duration_ms'] / 1000:.1f}s")

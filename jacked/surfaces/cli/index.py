@@ -22,7 +22,7 @@ def backfill_cmd(
     jk = service()
     require_projects(jk.settings)
     with progress_bar(not json_out) as bar:
-        report = jk.backfill(rebuild=rebuild, repo=repo, progress=bar)  # type: ignore[arg-type]
+        report = jk.backfill(rebuild=rebuild, repo=repo, progress=bar)
     if json_out:
         print_json(report.to_json())
         return
@@ -102,7 +102,7 @@ def _print_backfill(data: dict) -> None:
     pending = data.get("points_pending_dense") or 0
     if not bf.get("running") and not pending:
         return
-    eta = lambda s: f", ~{s // 60}m{s % 60:02d}s left" if s is not None else ""  # noqa: E731
+    eta = lambda s: f", ~{s // 60}m{s % 60:02d}s left" if s is not None else ""  # noqa: E731  # a one-line formatter
     lex, dense = bf.get("lexical") or {}, bf.get("dense") or {}
     state = f"running (pid {bf.get('pid')}, {bf.get('phase')})" if bf.get("running") else "stopped: `jacked backfill` resumes it"
     echo(f"  backfill {state}")

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING
 
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, settings, warn
 from jacked.util.text import counted
 
+if TYPE_CHECKING:
+    from jacked.surfaces.install import InstallReport
 
-def _print(report, json_out: bool, verb: str) -> None:  # type: ignore[no-untyped-def]
+
+def _print(report: InstallReport, json_out: bool, verb: str) -> None:
     if json_out:
         print_json(report.to_json())
         return
@@ -43,7 +46,7 @@ def install_cmd(
                                                         "SessionStart, and on each prompt the past sessions it "
                                                         "refers to (or nothing)."),
     mcp: bool = typer.Option(False, "--mcp", help="Also register `jacked mcp` as a user-scope MCP server."),
-    agent: Optional[str] = typer.Option(None, "--agent", help="Instead: register `jacked mcp` with another agent "
+    agent: str | None = typer.Option(None, "--agent", help="Instead: register `jacked mcp` with another agent "
                                         "(codex, gemini, opencode or cursor) in its own MCP configuration."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
@@ -65,7 +68,7 @@ def install_cmd(
 
 
 def uninstall_cmd(
-    agent: Optional[str] = typer.Option(None, "--agent", help="Instead: take `jacked mcp` out of that agent's "
+    agent: str | None = typer.Option(None, "--agent", help="Instead: take `jacked mcp` out of that agent's "
                                         "MCP configuration (codex, gemini, opencode or cursor)."),
     purge: bool = typer.Option(False, "--purge", help="Then also delete all jacked data: JACKED_HOME (catalog, "
                                "index, archive, logs). Your transcripts are not touched."),

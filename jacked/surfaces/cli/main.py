@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,8 +15,8 @@ try:  # typer >= 0.25 vendors its own click
     from typer._click import exceptions as click_exc
     from typer._click.utils import PacifyFlushWrapper
 except ImportError:  # pragma: no cover - older typer uses click itself
-    from click import exceptions as click_exc  # type: ignore[no-redef]
-    from click.utils import PacifyFlushWrapper  # type: ignore[no-redef]
+    from click import exceptions as click_exc  # type: ignore[no-redef]  # the same module under its older name
+    from click.utils import PacifyFlushWrapper  # type: ignore[no-redef]  # the same class under its older name
 
 from jacked.surfaces.cli import history as history_cli
 from jacked.surfaces.cli import index as index_cli
@@ -50,7 +49,7 @@ def _hide_flag_types() -> None:
     def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
         return None if self.is_flag else type_of(self, ctx)
 
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign, assignment]  # a patch; typer's Context is click's
 
 
 _hide_flag_types()
@@ -71,7 +70,7 @@ _CREATES_CLAUDE_DIR = frozenset({"install", "uninstall", "config"})
 @app.callback()
 def main(
     ctx: typer.Context,
-    claude_dir: Optional[Path] = typer.Option(
+    claude_dir: Path | None = typer.Option(
         None, "--claude-dir", help="Claude directory (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
     ),
 ) -> None:

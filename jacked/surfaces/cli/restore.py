@@ -1,7 +1,6 @@
 """`jacked restore`: argument parsing and output formatting only (see `jacked.query.restore`)."""
 from __future__ import annotations
 
-from typing import Optional
 
 import typer
 
@@ -10,7 +9,7 @@ from jacked.surfaces.cli.common import print_json, service
 
 def restore_cmd(
     session: str = typer.Argument(..., help="Session id, unique prefix, or transcript path."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Token budget (default 4000)."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Token budget (default 4000)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """A brief for continuing an interrupted session: goal, state after each turn, where it stopped."""

@@ -2,22 +2,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING
 
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json, service, warn
 
+if TYPE_CHECKING:
+    from jacked.query.retrieve import RetrieveResult
+
 
 def retrieve_cmd(
     session_ids: list[str] = typer.Argument(..., help="Session ids or unique prefixes, most wanted first."),
-    mode: Optional[str] = typer.Option(None, "--mode", "-m",
+    mode: str | None = typer.Option(None, "--mode", "-m",
                                        help="smart (default) | plan | labels | agents | full."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens",
+    max_tokens: int | None = typer.Option(None, "--max-tokens",
                                              help="Token budget for everything printed (default: default_max_tokens)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would go in, with token counts, not the texts."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the output to FILE instead of stdout."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the output to FILE instead of stdout."),
     no_git: bool = typer.Option(False, "--no-git", help="Skip the git check of files changed since the session."),
 ) -> None:
     """Load past sessions' context into a token budget, ready to inject into a new session."""
@@ -44,7 +47,7 @@ def retrieve_cmd(
     typer.echo(data, nl=False)
 
 
-def _dry_run_text(result) -> str:  # type: ignore[no-untyped-def]
+def _dry_run_text(result: RetrieveResult) -> str:
     lines = [f"dry run · mode {result.mode} · budget {result.budget:,} · would use {result.used:,} "
              f"(remaining {result.budget - result.used:,})"]
     for s in result.sessions:
@@ -65,11 +68,11 @@ def recall_cmd(
     hook: bool = typer.Option(False, "--hook", help="Run as Claude Code's SessionStart or UserPromptSubmit hook: "
                                                     "read its JSON on stdin, print added context or nothing, "
                                                     "always exit 0."),
-    cwd: Optional[Path] = typer.Option(None, "--cwd", help="The repo to recall (default: the current directory)."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=100,
+    cwd: Path | None = typer.Option(None, "--cwd", help="The repo to recall (default: the current directory)."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=100,
                                              help="Size limit of the brief (default 1500; 300 for a prompt)."),
     no_search: bool = typer.Option(False, "--no-search", help="Use the catalog only (no model load)."),
-    prompt: Optional[str] = typer.Option(None, "--prompt", help="Show what the UserPromptSubmit hook would add "
+    prompt: str | None = typer.Option(None, "--prompt", help="Show what the UserPromptSubmit hook would add "
                                                                 "to this prompt (and why), instead of the brief."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:

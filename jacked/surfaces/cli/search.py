@@ -68,7 +68,7 @@ def _with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
     def with_filters(**kwargs: Any) -> None:
         command(**kwargs)
 
-    with_filters.__signature__ = signature.replace(parameters=fixed + options)  # type: ignore[attr-defined]
+    with_filters.__signature__ = signature.replace(parameters=fixed + options)  # type: ignore[attr-defined]  # typer reads it
     return with_filters
 
 

@@ -1,7 +1,6 @@
 """`jacked summarize`: argument parsing and output formatting only (see `jacked.index.summarize`)."""
 from __future__ import annotations
 
-from typing import Optional
 
 import typer
 
@@ -9,13 +8,13 @@ from jacked.surfaces.cli.common import CliError, print_json, service, warn
 
 
 def summarize_cmd(
-    session: Optional[str] = typer.Option(None, "--session", help="Only this session (id, prefix or path)."),
+    session: str | None = typer.Option(None, "--session", help="Only this session (id, prefix or path)."),
     all_sessions: bool = typer.Option(False, "--all", help="Every session of the catalog."),
     status: bool = typer.Option(False, "--status", help="Only report how many turns have a current summary."),
     force: bool = typer.Option(False, "--force", help="Summarize again even where a current summary exists."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="Use a model: api (ANTHROPIC_API_KEY) or claude "
+    llm: str | None = typer.Option(None, "--llm", help="Use a model: api (ANTHROPIC_API_KEY) or claude "
                                       "(claude -p). Default: the offline extractive summarizer."),
-    model: Optional[str] = typer.Option(None, "--model", help="The model for --llm."),
+    model: str | None = typer.Option(None, "--model", help="The model for --llm."),
     batch: int = typer.Option(8, "--batch", min=5, max=10, help="Turns per model call (5-10)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:

@@ -1,7 +1,7 @@
 """`jacked timeline` and `jacked file-history`: argument parsing and output formatting only."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -9,14 +9,14 @@ from jacked.surfaces.cli.common import print_json, print_json_list, service
 
 
 def timeline_cmd(
-    session: Optional[str] = typer.Argument(None, help="Session id, prefix or path (default: all sessions)."),
-    types: Optional[list[str]] = typer.Option(None, "--type", "-t", help="Only these event types (repeatable): "
+    session: str | None = typer.Argument(None, help="Session id, prefix or path (default: all sessions)."),
+    types: list[str] | None = typer.Option(None, "--type", "-t", help="Only these event types (repeatable): "
                                               "intent, action, file, error, llm, compaction, subagent, decision, "
                                               "feedback, snapshot."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
-    file: Optional[str] = typer.Option(None, "--file", help="Only events touching this file (absolute or a "
+    repo: str | None = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    file: str | None = typer.Option(None, "--file", help="Only events touching this file (absolute or a "
                                        "path suffix)."),
-    limit: Optional[int] = typer.Option(None, "-n", "--limit", min=1, help="At most this many events."),
+    limit: int | None = typer.Option(None, "-n", "--limit", min=1, help="At most this many events."),
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many events first."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
@@ -90,7 +90,7 @@ def snapshot_line(e: dict[str, Any]) -> str:
 
 def file_history_cmd(
     path: str = typer.Argument(..., help="The file: an absolute path, or a path suffix such as src/app.py."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    repo: str | None = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every recorded change to a file, across sessions, oldest first, with diffs."""

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import secrets
-from typing import Optional
 
 import typer
 
@@ -13,7 +12,7 @@ def ui_cmd(
     port: int = typer.Option(8377, "--port", "-p", min=0, max=65535, help="Port to listen on (0: any free port)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind. Anything but loopback needs a token."),
     open_browser: bool = typer.Option(False, "--open", help="Open the page in the default browser."),
-    token: Optional[str] = typer.Option(None, "--token", help="Token every request must carry (generated and "
+    token: str | None = typer.Option(None, "--token", help="Token every request must carry (generated and "
                                         "printed when --host is not local and none is given)."),
     no_scan: bool = typer.Option(False, "--no-scan", help="Serve the catalog as it is (skip the startup scan)."),
     request_timeout: float = typer.Option(10.0, "--request-timeout", min=0.1, max=3600,
@@ -37,8 +36,8 @@ def ui_cmd(
     if hasattr(jk, "client"):  # the daemon's service: searches and retrieval go to it
         from jacked.surfaces.daemon.client import RemoteService
 
-        client, where = jk.client, jk.where  # type: ignore[attr-defined]
-        remote = lambda warn_to: RemoteService(client, where, scan=False, warn=warn_to)  # noqa: E731
+        client, where = jk.client, jk.where  # type: ignore[attr-defined]  # a RemoteService's, checked by hasattr above
+        remote = lambda warn_to: RemoteService(client, where, scan=False, warn=warn_to)  # noqa: E731  # a one-line factory
     try:
         server = make_server(s, host, port, token, Limits(request_timeout=request_timeout), remote=remote)
     except UiConfigError as e:

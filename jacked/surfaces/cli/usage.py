@@ -1,7 +1,7 @@
 """`jacked usage`: argument parsing and output formatting only (see `jacked.query.usage`)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -13,12 +13,12 @@ GROUP_HELP = "Rows by: day, week, month, session, model, agent (claude, codex, â
 
 def usage_cmd(
     by: str = typer.Option("day", "--by", help=GROUP_HELP),
-    since: Optional[str] = typer.Option(None, "--since", help="Only responses since: 7d, 2w, 3m, 1y or a date."),
-    until: Optional[str] = typer.Option(None, "--until", help="Only responses before this time; a date "
+    since: str | None = typer.Option(None, "--since", help="Only responses since: 7d, 2w, 3m, 1y or a date."),
+    until: str | None = typer.Option(None, "--until", help="Only responses before this time; a date "
                                         "(YYYY-MM-DD) includes that whole day."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
-    session: Optional[str] = typer.Option(None, "--session", help="Only this session (id, prefix or path)."),
-    agent: Optional[str] = typer.Option(None, "--agent", help="Only sessions of this coding agent (claude, codex, "
+    repo: str | None = typer.Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    session: str | None = typer.Option(None, "--session", help="Only this session (id, prefix or path)."),
+    agent: str | None = typer.Option(None, "--agent", help="Only sessions of this coding agent (claude, codex, "
                                         "gemini, opencode)."),
     no_scan: bool = typer.Option(False, "--no-scan", help="Answer from the catalog as it is (skip the "
                                  "check for new transcript lines)."),

@@ -259,8 +259,8 @@ def _same_class(type_name: str, message: str) -> Exception | None:
     if not (isinstance(obj, type) and issubclass(obj, Exception)):
         return None
     try:
-        return obj(message)  # type: ignore[no-any-return]
-    except Exception:  # noqa: BLE001 - a class with another constructor: the generic error says it
+        return obj(message)
+    except Exception:
         return None
 
 

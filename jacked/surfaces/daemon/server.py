@@ -160,7 +160,7 @@ class Daemon:
             self._executor.submit(self._close_service)
             self._executor.shutdown(wait=True)
             self._readers.shutdown(wait=False, cancel_futures=True)
-        except Exception:  # noqa: BLE001 - the lock must go whatever closing did
+        except Exception:
             log.exception("closing the service failed")
         finally:
             if sock is not None:
@@ -251,7 +251,7 @@ class Daemon:
                     try:
                         jk.scan_enabled = False
                         jk.index(target)
-                    except Exception as e:  # noqa: BLE001 - one bad entry must not stop the others
+                    except Exception as e:
                         log_problem(self.paths.home, f"hook failed: {type(e).__name__}: {e}")
                     finally:
                         jk.scan_enabled = True
@@ -289,7 +289,7 @@ class Daemon:
                 send({"result": None if method in _UNSENT else encode(result)})
         except _Cancelled:
             pass
-        except BaseException as e:  # noqa: BLE001 - every failure is the caller's answer
+        except BaseException as e:
             kind = _kind(e)
             if kind == "internal":
                 log.error("%s failed:\n%s", method, traceback.format_exc())
@@ -540,14 +540,14 @@ def _make_protocol() -> type:
     class PeerCheckedProtocol(H11Protocol):
         """uvicorn's h11 protocol that hangs up on a peer of another user."""
 
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
             sock = transport.get_extra_info("socket")
             uid = _peer_uid(sock) if sock is not None else None
             if uid is not None and uid != os.getuid():
                 log.warning("refused a connection from uid %d", uid)
                 transport.close()
                 return
-            super().connection_made(transport)  # type: ignore[arg-type]
+            super().connection_made(transport)  # type: ignore[arg-type]  # uvicorn's protocol types it as a Transport
 
     return PeerCheckedProtocol
 

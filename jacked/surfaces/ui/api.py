@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -48,7 +48,7 @@ class ApiError(JackedError):
         self.status = status
 
 
-def _int(params: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
+def _int(params: Mapping[str, Any], name: str, default: int, lo: int, hi: int) -> int:
     raw = params.get(name)
     if raw in (None, ""):
         return default
@@ -178,7 +178,7 @@ class UiApi:
 
         try:
             return bool(store_exists(configured_store(self.settings)))
-        except Exception:  # noqa: BLE001 - a broken config means "no usable index" for the page
+        except Exception:
             return False
 
     # ------------------------------------------------------------------ endpoints

@@ -208,7 +208,7 @@ def _answer(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return _error(400, str(e))
         except ClientDisconnect:
             return Response(status_code=400)  # nobody is listening
-        except Exception as e:  # noqa: BLE001 - one failed request must never take the server down
+        except Exception as e:
             return _error(500, f"{type(e).__name__}: {e}")
         return result if isinstance(result, Response) else _json(200, result)
 
@@ -324,7 +324,7 @@ class _Protocol(H11Protocol):
     _deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[arg-type]
+        super().connection_made(transport)  # type: ignore[arg-type]  # uvicorn's protocol types it as a Transport
         self._arm()
 
     def on_response_complete(self) -> None:
@@ -371,7 +371,7 @@ class UiServer:
             app, http=protocol, ws="none", lifespan="off", loop="asyncio", interface="asgi3",
             log_config=None, log_level="error",  # quiet: URLs may carry the token, the terminal is the user's
             access_log=False, proxy_headers=False, server_header=False,
-            timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type] - seconds, used as a float
+            timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]  # seconds: uvicorn says int, uses a float
             limit_concurrency=limits.max_connections,
             h11_max_incomplete_event_size=limits.max_header_bytes,
             timeout_graceful_shutdown=3,

@@ -1,0 +1,104 @@
+"""A read-only JACKED_HOME (and Claude directory) with a valid jacked.json: the settings load, the
+read commands answer or fail in one line, and nothing is written.
+
+Not root: `chmod -R a-w`. Root writes through mode bits, so there the folders are bound read-only
+onto themselves in a private mount namespace (`unshare -m`); the test skips when neither is possible.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kit import REAL
+
+from jacked.config import load_settings
+
+JACKED = Path(sys.executable).parent / "jacked"
+PROJECT = "-src-deep-manifest"  # one real session with a subagent
+SESSION = "a7da6a22-facc-4fcd-8bab-f83c87862004"
+
+
+def tree_bytes(*roots: Path) -> dict[str, tuple[int, bytes]]:
+    """Every path under `roots` with its mode and bytes (b"" for a folder)."""
+    return {str(p): (p.stat().st_mode, b"" if p.is_dir() else p.read_bytes())
+            for root in roots for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> tuple[Path, Path]:
+    """A Claude directory whose jacked.json names the JACKED_HOME, and that home backfilled."""
+    from jacked.index.indexer import Indexer
+
+    claude = tmp_path_factory.mktemp("ro-claude")
+    shutil.copytree(REAL / "projects" / PROJECT, claude / "projects" / PROJECT)
+    home = tmp_path_factory.mktemp("ro-home")
+    config = claude / "jacked.json"
+    config.write_text(json.dumps({"jacked_home": str(home), "user_name": "ada"}))
+    config.chmod(0o600)
+    assert Indexer(load_settings(claude)).backfill().errors == []
+    return claude, home
+
+
+def _can_unshare() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+@pytest.fixture()
+def read_only(site: tuple[Path, Path]) -> Iterator[list[str]]:
+    """The command prefix that runs a process with the site's two folders read-only."""
+    claude, home = site
+    if os.geteuid() != 0:
+        for root in (claude, home):
+            subprocess.run(["chmod", "-R", "a-w", str(root)], check=True)
+        try:
+            yield []
+        finally:
+            for root in (claude, home):
+                subprocess.run(["chmod", "-R", "u+w", str(root)], check=True)
+        return
+    if not _can_unshare():
+        pytest.skip("running as root without `unshare -m`: no way to make a folder read-only")
+    binds = " && ".join(f"mount --bind {d} {d} && mount -o remount,bind,ro {d}" for d in (claude, home))
+    yield ["unshare", "-m", "sh", "-c", f'{binds} && exec "$@"', "sh"]
+
+
+def test_read_only_home_loads_settings_and_answers_read_commands(site: tuple[Path, Path],
+                                                                 read_only: list[str]) -> None:
+    claude, home = site
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
+    # In-process: the daemon would need to write its socket in the home.
+    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_DAEMON="off", NO_COLOR="1")
+    before = tree_bytes(claude, home)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*read_only, *args], env=env, capture_output=True, text=True, timeout=300)
+
+    probe = run(str(JACKED.parent / "python"), "-c", "import pathlib, sys; pathlib.Path(sys.argv[1]).touch()",
+                str(home / "probe"))
+    assert probe.returncode != 0 and not (home / "probe").exists(), "the home must really be read-only"
+    loaded = run(str(JACKED.parent / "python"), "-c", "from jacked.config import load_settings; "
+                 "s = load_settings(); print(s.home, s.sources['jacked_home'], s.user_name)")
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == [str(home), "file", "ada"]
+    sessions = run(str(JACKED), "sessions", "--json")
+    assert sessions.returncode == 0, sessions.stderr
+    assert [r["session_id"] for r in json.loads(sessions.stdout)] == [SESSION]
+    for args in (["status", "--json"], ["search", "manifest", "--json"]):
+        p = run(str(JACKED), *args)
+        # An answer, or one line saying why not: never a traceback.
+        assert p.returncode in (0, 1), (args, p.stderr)
+        assert "Traceback" not in p.stderr, args
+        if p.returncode == 1:
+            assert len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
+        else:
+            json.loads(p.stdout)
+    assert tree_bytes(claude, home) == before
