@@ -192,7 +192,7 @@ def bench_search(claude_dir: Path, repeat: int, points: int = 100_000) -> dict[s
 
     from jacked.index.embed import SparseEmbedder, get_dense_embedder
     from jacked.query.search import SearchOptions, Searcher
-    from jacked.index.store import Point, SearchFilter
+    from jacked.index.store import SearchFilter
     from jacked.index.store.edge import EdgeStore
 
     work = Path(tempfile.mkdtemp(prefix="jacked-bench-"))
@@ -313,7 +313,7 @@ def bench_segments(claude_dir: Path, repeat: int) -> dict[str, float]:
             peaks = {"child_anon": 0.0, "child_rss": 0.0, "parent_anon": before}
             done = threading.Event()
 
-            def sample() -> None:
+            def sample(done: threading.Event = done, peaks: dict[str, float] = peaks, store: EdgeStore = store) -> None:
                 while not done.is_set():
                     try:
                         peaks["parent_anon"] = max(peaks["parent_anon"], _status_mb(os.getpid(), "RssAnon"))
@@ -1064,7 +1064,6 @@ def bench_serve(claude_dir: Path, repeat: int) -> dict[str, float]:
     backfilled (sampled every 50 ms). Per size of `--serve-sizes`; the two backfills alternate
     which goes first from one repeat to the next."""
     import json
-    import os
     import subprocess
 
     out: dict[str, float] = {}
@@ -1092,7 +1091,7 @@ def bench_serve(claude_dir: Path, repeat: int) -> dict[str, float]:
                                                         cwd=_CWD).stdout)["pid"])
                     peak, stop = [0.0], threading.Event()
 
-                    def watch() -> None:
+                    def watch(stop: threading.Event = stop, peak: list[float] = peak, pid: int = pid) -> None:
                         while not stop.is_set():
                             try:
                                 peak[0] = max(peak[0], _status_mb(pid, "RssAnon"))

@@ -199,7 +199,7 @@ SECOND_LATE = "71c9afe9-d9cc-4583-86b3-e62ba682b83a"
 
 
 @pytest.fixture()
-def daemon_home(homes: tuple[Path, Path, Path]) -> Iterator[tuple[Path, Path, Path]]:
+def daemon_home(homes: tuple[Path, Path, Path]) -> Iterator[tuple[Path, Path, Path]]:  # noqa: F811 - the fixture imported above, asked for by name
     """`homes` (test_daemon) with an optimisation owed: the daemon's first write runs it."""
     claude, via_daemon, in_process = homes
     (via_daemon / "index" / "index.upkeep.json").write_text(json.dumps({"reoptimize": True}))

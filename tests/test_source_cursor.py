@@ -15,18 +15,18 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
-import count_cursor  # noqa: E402
-import write_cursor  # noqa: E402
+import count_cursor
+import write_cursor
 
-from jacked.catalog import Catalog  # noqa: E402
-from kit import file_snapshot  # noqa: E402
-from jacked.ingest.agents import source_status  # noqa: E402
-from jacked.ingest.scan import Scanner  # noqa: E402
-from jacked.query.history import turns_json  # noqa: E402
-from jacked.sources.cursor import db as cursor_db  # noqa: E402
-from jacked.sources.cursor.source import CursorSource, default_user_dir  # noqa: E402
-from jacked.sources.model import Session  # noqa: E402
-from jacked.sources.registry import SOURCES  # noqa: E402
+from jacked.catalog import Catalog
+from kit import file_snapshot
+from jacked.ingest.agents import source_status
+from jacked.ingest.scan import Scanner
+from jacked.query.history import turns_json
+from jacked.sources.cursor import db as cursor_db
+from jacked.sources.cursor.source import CursorSource, default_user_dir
+from jacked.sources.model import Session
+from jacked.sources.registry import SOURCES
 
 HAND = Path(__file__).parent / "fixtures" / "cursor" / "hand" / "User"
 SOURCE = CursorSource()

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
-import count_openhands  # noqa: E402
+import count_openhands
 
-from jacked.catalog import Catalog  # noqa: E402
-from kit import file_snapshot  # noqa: E402
-from jacked.ingest.agents import source_status  # noqa: E402
-from jacked.ingest.scan import Scanner  # noqa: E402
-from jacked.sources.model import Session  # noqa: E402
-from jacked.sources.openhands.source import OpenHandsSource  # noqa: E402
+from jacked.catalog import Catalog
+from kit import file_snapshot
+from jacked.ingest.agents import source_status
+from jacked.ingest.scan import Scanner
+from jacked.sources.model import Session
+from jacked.sources.openhands.source import OpenHandsSource
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openhands"
 REAL, HAND = FIXTURES / "real", FIXTURES / "hand"

@@ -23,7 +23,7 @@ Standard library only; imports nothing from jacked.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ def expected_calls(turn: dict[str, Any]) -> tuple[int, int]:
 
 def _ms(ts: str) -> int:
     d = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return int((d if d.tzinfo else d.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+    return int((d if d.tzinfo else d.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
 def _call_messages(call: dict[str, Any], at: int) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ Standard library only; imports nothing from jacked.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ def write_session(continue_dir: Path, spec: dict[str, Any]) -> str:
     listed = json.loads(listing.read_text(encoding="utf-8")) if listing.exists() else []
     created = datetime.fromisoformat(spec["started_at"].replace("Z", "+00:00"))
     if created.tzinfo is None:
-        created = created.replace(tzinfo=timezone.utc)
+        created = created.replace(tzinfo=UTC)
     listed.append({"sessionId": sid, "title": session["title"], "dateCreated": str(int(created.timestamp() * 1000)),
                    "workspaceDirectory": session["workspaceDirectory"]})
     listing.write_text(json.dumps(listed, indent=2), encoding="utf-8")

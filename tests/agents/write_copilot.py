@@ -17,7 +17,7 @@ Standard library only; imports nothing from jacked.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,11 @@ TOOLS = {"read": "view", "write": "create", "edit": "edit", "shell": "bash", "se
 
 def _dt(ts: str) -> datetime:
     d = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+    return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
 def _iso(d: datetime) -> str:
-    return d.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return d.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _args(call: dict[str, Any]) -> dict[str, Any]:

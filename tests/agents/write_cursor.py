@@ -27,7 +27,7 @@ import hashlib
 import json
 import sqlite3
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,12 @@ SCHEMA = ("CREATE TABLE IF NOT EXISTS ItemTable (key TEXT UNIQUE ON CONFLICT REP
 def ms(ts: str) -> int:
     dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 
 def iso(t: int) -> str:
-    return datetime.fromtimestamp(t / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return datetime.fromtimestamp(t / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def put_rows(db: Path, rows: list[tuple[str, str, Any]]) -> None:
@@ -113,7 +113,7 @@ def bubbles_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
         at = ms(turn.get("at") or spec["started_at"])
         request = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{spec['session_id']}/{n}"))
 
-        def bubble(kind: int, k: int, **fields: Any) -> dict[str, Any]:
+        def bubble(kind: int, k: int, n: int = n, at: int = at, request: str = request, **fields: Any) -> dict[str, Any]:
             bid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{spec['session_id']}/{n}/{k}"))
             return {"_v": 3, "type": kind, "bubbleId": bid, "createdAt": iso(at + k * 500), "requestId": request,
                     "text": "", "isAgentic": True, **fields}

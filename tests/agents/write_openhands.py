@@ -22,7 +22,7 @@ Standard library only; imports nothing from jacked.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from typing import Any
 def _when(ts: str, seconds: float) -> str:
     dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
     return (dt + timedelta(seconds=seconds)).isoformat(timespec="microseconds")
 
 

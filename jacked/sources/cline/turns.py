@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 import orjson
@@ -68,7 +68,7 @@ def iso_of_ms(ts: Any) -> str | None:
     if not isinstance(ts, (int, float)) or isinstance(ts, bool) or ts <= 0:
         return None
     try:
-        d = datetime.fromtimestamp(ts / 1000, tz=timezone.utc)
+        d = datetime.fromtimestamp(ts / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
     return d.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -99,16 +99,16 @@ class _Spec:
 
 def _specs(command: Callable[..., Any]) -> tuple[list[_Spec], list[_Spec]]:
     """(options, arguments) of `command`, or `_Declined` for a parameter read in a way not done here."""
-    from jacked.surfaces.cli.params import Argument, Option
+    from jacked.surfaces.cli.params import ArgumentParam, OptionParam
 
     options, arguments = [], []
     for p in inspect.signature(command, eval_str=True).parameters.values():
         declared = p.default
-        if not isinstance(declared, (Option, Argument)) or set(declared.options) - _PLAIN_OPTIONS:
+        if not isinstance(declared, (OptionParam, ArgumentParam)) or set(declared.options) - _PLAIN_OPTIONS:
             raise _Declined
         kind, many = _kind(p.annotation)
         spec = _Spec(p.name, kind, many, declared)
-        if isinstance(declared, Argument):
+        if isinstance(declared, ArgumentParam):
             if many or declared.param_decls:
                 raise _Declined
             arguments.append(spec)

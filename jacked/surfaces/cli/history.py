@@ -1,7 +1,7 @@
 """`jacked scan | sessions | turns | export | show`: argument parsing and output formatting only."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from jacked.surfaces.cli.common import (CliError, print_json, print_jsonl, progress_bar, require_projects, service,
                                        stdout_console, warn)
@@ -44,9 +44,9 @@ def scan_cmd(json_out: bool = Option(False, "--json", help="Print the scan repor
 
 
 def sessions_cmd(
-    repo: Optional[str] = Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
-    since: Optional[str] = Option(None, "--since", help="Only sessions active since: 7d, 2w, 3m, 1y or a date."),
-    until: Optional[str] = Option(None, "--until", help="Only sessions started by: 7d, 2w, 3m, 1y or a date "
+    repo: str | None = Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: str | None = Option(None, "--since", help="Only sessions active since: 7d, 2w, 3m, 1y or a date."),
+    until: str | None = Option(None, "--until", help="Only sessions started by: 7d, 2w, 3m, 1y or a date "
                                   "(that whole day)."),
     limit: int = Option(20, "-n", "--limit", min=1, help="How many sessions, newest first."),
     json_out: bool = Option(False, "--json", help="Print JSON."),
@@ -97,7 +97,7 @@ def turns_cmd(
 
 
 def export_cmd(
-    sessions: Optional[list[str]] = Argument(None, help="Session ids or prefixes (default: all)."),
+    sessions: list[str] | None = Argument(None, help="Session ids or prefixes (default: all)."),
 ) -> None:
     """Export sessions with their turns as JSON Lines (one line per session)."""
     for row in service().export_iter(sessions or None):  # streamed: one session in memory at a time
@@ -106,7 +106,7 @@ def export_cmd(
 
 def show_cmd(
     session: str = Argument(..., help="Session id, unique prefix, or transcript path."),
-    turn: Optional[int] = Option(None, "--turn", help="Only this turn."),
+    turn: int | None = Option(None, "--turn", help="Only this turn."),
 ) -> None:
     """A readable view of a session: prompts, tool calls by sequence, parallel batches, errors."""
     row, data = service().session_view(session)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from jacked.surfaces.cli.common import CliError, print_json, progress_bar, require_projects, service, settings, warn
 from jacked.surfaces.cli.history import NOT_SESSIONS
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def backfill_cmd(
     rebuild: bool = Option(False, "--rebuild", help="Drop the index and build it again (e.g. after a model change)."),
-    repo: Optional[str] = Option(None, "--repo", help="Only sessions of this repo."),
+    repo: str | None = Option(None, "--repo", help="Only sessions of this repo."),
     json_out: bool = Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Index every session of the Claude directory (incremental; only changed units are embedded)."""
@@ -42,7 +42,7 @@ def backfill_cmd(
 
 
 def index_cmd(
-    target: Optional[str] = Argument(None, help="Session id, prefix or transcript path (default: all)."),
+    target: str | None = Argument(None, help="Session id, prefix or transcript path (default: all)."),
     hook: bool = Option(False, "--hook", help="Read Claude Code's hook JSON on stdin; never fails."),
     json_out: bool = Option(False, "--json", help="Print the report as JSON."),
 ) -> None:

@@ -33,12 +33,21 @@ class Param:
         return getattr(typer, self.typer_class)(self.default, *self.param_decls, **self.options)
 
 
-class Option(Param):
+class OptionParam(Param):
     typer_class = "Option"
 
 
-class Argument(Param):
+class ArgumentParam(Param):
     typer_class = "Argument"
+
+
+# Typed `Any`, as typer's own are, so that `flag: bool = Option(False, ...)` type-checks.
+def Option(default: Any = ..., *param_decls: str, **options: Any) -> Any:
+    return OptionParam(default, *param_decls, **options)
+
+
+def Argument(default: Any = ..., *param_decls: str, **options: Any) -> Any:
+    return ArgumentParam(default, *param_decls, **options)
 
 
 def typed(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,14 +1,13 @@
 """`jacked schema [NAME]`: the JSON Schema of an answer, as every surface gives it (docs/schema.md)."""
 from __future__ import annotations
 
-from typing import Optional
 
 import typer
 
 from jacked.surfaces.cli.common import CliError, print_json
 
 
-def schema_cmd(name: Optional[str] = typer.Argument(
+def schema_cmd(name: str | None = typer.Argument(
         None, help="The answer: search, sessions, restore, retrieve, scan, index, forget, status. "
                    "None: every answer's schema, by name.")) -> None:
     """Print the JSON Schema of an answer of `--json`, the MCP tools and the web API."""

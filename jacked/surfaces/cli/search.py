@@ -5,7 +5,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from jacked.surfaces.cli.common import CliError, print_json, print_jsonl, service
 from jacked.surfaces.cli.params import Argument, Option, echo, typed
@@ -15,11 +15,11 @@ if TYPE_CHECKING:
 
 
 def search_cmd(
-    query: Optional[str] = Argument(None, help="What to look for (words, a paraphrase, an error message)."),
-    scope: Optional[str] = Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
+    query: str | None = Argument(None, help="What to look for (words, a paraphrase, an error message)."),
+    scope: str | None = Option(None, "--scope", help="sessions | turns | messages | all (default all)."),
     mine: bool = Option(False, "--mine", help="Only your own sessions."),
     limit: int = Option(10, "-n", "--limit", help="How many sessions."),
-    batch: Optional[Path] = Option(None, "--batch", help="One query per line of FILE; JSON Lines out."),
+    batch: Path | None = Option(None, "--batch", help="One query per line of FILE; JSON Lines out."),
     json_out: bool = Option(False, "--json", help="Print JSON."),
     **filters: Any,
 ) -> None:
@@ -61,7 +61,7 @@ def _with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
     signature = inspect.signature(command, eval_str=True)
     fixed = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     options = [inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY,
-                                 annotation=Optional[list[str]] if spec.many else Optional[str],
+                                 annotation=list[str] | None if spec.many else str | None,
                                  default=Option(None, *spec.flags, help=spec.help)) for spec in FILTERS]
 
     @functools.wraps(command)

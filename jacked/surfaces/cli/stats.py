@@ -1,7 +1,7 @@
 """`jacked stats`: argument parsing and output formatting only (see `jacked.query.stats`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from jacked.surfaces.cli.common import print_json, service
 from jacked.surfaces.cli.params import Option, echo, typed
@@ -12,10 +12,10 @@ if TYPE_CHECKING:
 
 
 def stats_cmd(
-    repo: Optional[str] = Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
-    since: Optional[str] = Option(None, "--since", help="Only turns since: 7d, 2w, 3m, 1y or a date."),
-    session: Optional[str] = Option(None, "--session", help="Only this session (id, prefix or path)."),
-    tool: Optional[str] = Option(None, "--tool", help="Detail for one tool: position, before / after."),
+    repo: str | None = Option(None, "--repo", help="Only sessions of this repo (name or cwd)."),
+    since: str | None = Option(None, "--since", help="Only turns since: 7d, 2w, 3m, 1y or a date."),
+    session: str | None = Option(None, "--session", help="Only this session (id, prefix or path)."),
+    tool: str | None = Option(None, "--tool", help="Detail for one tool: position, before / after."),
     subagents: bool = Option(False, "--subagents", help="Count the subagents' own tool calls too."),
     top: int = Option(10, "-n", "--top", min=1, help="Rows in each top list."),
     no_scan: bool = Option(False, "--no-scan", help="Answer from the catalog as it is (skip the "
