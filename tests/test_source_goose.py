@@ -203,6 +203,8 @@ def test_reads_while_goose_holds_the_database_locked(tmp_path: Path) -> None:
     holder.execute("BEGIN EXCLUSIVE")  # Goose in the middle of a write
     try:
         before = file_snapshot(root)
+        found = [f for f in SOURCE.discover(root, []) if f.files[0].name == "sessions.db"]
+        assert found and all(f.extra["immutable"] is True for f in found)  # read without waiting per session
         sessions, errors = read_all(root)
         assert errors == [] and figures(sessions[AGENT]) == count_goose.count_dir(HAND)["sessions"][AGENT]
         assert file_snapshot(root) == before
