@@ -286,3 +286,18 @@ def test_backfill_cli_and_agent_filter(tmp_path: Path) -> None:
     goose = next(s for s in sources if s["name"] == "goose")
     assert (goose["root"], goose["found"], goose["sessions"]) == (str(root), True, 4) and len(sources) >= 14
     assert file_snapshot(root) == before
+
+
+def test_install_for_goose_says_how_to_add_it_by_hand(tmp_path: Path) -> None:
+    import subprocess
+    config = tmp_path / ".config" / "goose" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("# my providers\nGOOSE_PROVIDER: anthropic\nextensions: {}\n")
+    before = file_snapshot(tmp_path)
+    env = {**os.environ, "JACKED_HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config")}
+    done = subprocess.run([str(Path(sys.executable).parent / "jacked"), "install", "--agent", "goose"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "goose configure" in done.stderr and "jacked mcp" in done.stderr and "Traceback" not in done.stderr
+    assert file_snapshot(tmp_path) == before  # the user's YAML and its comments untouched, nothing else written
