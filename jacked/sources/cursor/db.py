@@ -27,8 +27,9 @@ from typing import Any
 
 import orjson
 
+from jacked.sources.sqlite_ro import open_read_only
+
 MAX_VALUE_BYTES = 32 << 20  # a value larger than this (a pasted dump, a huge file state) is skipped
-LOCK_TIMEOUT_S = 2.0
 COMPOSER_PREFIX = "composerData:"
 BUBBLE_PREFIX = "bubbleId:"
 CHAT_PANE_KEY = "workbench.panel.aichat.view.aichat.chatdata"
@@ -101,8 +102,8 @@ class CursorDb:
 
     def __init__(self, path: Path, immutable: bool = False) -> None:
         self.path = path
-        self.immutable = immutable  # known locked (at discovery): not waited for again per chat
-        self.conn = self._open(path)
+        # known locked (at discovery): not waited for again per chat
+        self.conn, self.immutable = open_read_only(path, immutable)
         try:
             with _errors(path):
                 self.tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -111,31 +112,6 @@ class CursorDb:
         except BaseException:
             self.conn.close()
             raise
-
-    def _open(self, path: Path) -> sqlite3.Connection:
-        uri = path.absolute().as_uri()
-        try:
-            if self.immutable:
-                return self._open_immutable(uri)
-            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False)
-            try:
-                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-                return conn
-            except sqlite3.OperationalError as e:
-                conn.close()
-                if "locked" not in str(e) and "busy" not in str(e):
-                    raise
-            # Cursor is writing: read the file as it is without taking (or waiting for) a lock
-            self.immutable = True
-            return self._open_immutable(uri)
-        except sqlite3.DatabaseError as e:
-            raise OSError(f"{path}: cannot open the database ({e})") from e
-
-    @staticmethod
-    def _open_immutable(uri: str) -> sqlite3.Connection:
-        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        return conn
 
     def close(self) -> None:
         self.conn.close()

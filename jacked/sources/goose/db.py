@@ -19,7 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-LOCK_TIMEOUT_S = 2.0
+from jacked.sources.sqlite_ro import open_read_only
+
 MAX_ROW_BYTES = 32 << 20  # a message larger than this (a pasted dump) is skipped and counted
 SESSION_COLUMNS = ("id", "name", "description", "session_type", "working_dir", "created_at", "updated_at",
                    "input_tokens", "output_tokens", "accumulated_input_tokens", "accumulated_output_tokens",
@@ -33,27 +34,6 @@ def _errors(path: Path) -> Iterator[None]:
         yield
     except sqlite3.Error as e:
         raise OSError(f"{path}: {e}") from e
-
-
-def open_read_only(path: Path, immutable: bool = False) -> tuple[sqlite3.Connection, bool]:
-    """A connection that never writes to `path` and whether it had to be immutable (locked)."""
-    uri = path.absolute().as_uri()
-    try:
-        if not immutable:
-            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False)
-            try:
-                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-                return conn, False
-            except sqlite3.OperationalError as e:
-                conn.close()
-                if "locked" not in str(e) and "busy" not in str(e):
-                    raise
-        # the agent is writing: read the file as it is without taking (or waiting for) a lock
-        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        return conn, True
-    except sqlite3.DatabaseError as e:
-        raise OSError(f"{path}: cannot open the database ({e})") from e
 
 
 class GooseDb:
