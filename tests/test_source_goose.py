@@ -301,3 +301,12 @@ def test_install_for_goose_says_how_to_add_it_by_hand(tmp_path: Path) -> None:
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "goose configure" in done.stderr and "jacked mcp" in done.stderr and "Traceback" not in done.stderr
     assert file_snapshot(tmp_path) == before  # the user's YAML and its comments untouched, nothing else written
+
+
+def test_a_huge_row_is_counted_and_the_rest_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jacked.sources.goose import db as goose_db
+    monkeypatch.setattr(goose_db, "MAX_ROW_BYTES", 400)  # the fixture's rows are 60-700 bytes
+    sessions, errors = read_all(HAND)
+    s = sessions[AGENT]
+    assert errors == [] and 0 < s.lines_malformed < s.lines
+    assert s.turns and s.turns[0].prompt == "Discounts can push the cart total below zero; clamp them"
