@@ -7,9 +7,21 @@ opened again with `immutable=1`: read as it is, without taking (or waiting for) 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Self
 
 LOCK_TIMEOUT_S = 2.0
+
+
+@contextmanager
+def sqlite_errors(path: Path) -> Iterator[None]:
+    """SQLite's errors as `OSError` (a database locked, corrupt or replaced while read)."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise OSError(f"{path}: {e}") from e
 
 
 def open_read_only(path: Path, immutable: bool = False) -> tuple[sqlite3.Connection, bool]:
@@ -31,3 +43,18 @@ def open_read_only(path: Path, immutable: bool = False) -> tuple[sqlite3.Connect
         return conn, True
     except sqlite3.DatabaseError as e:
         raise OSError(f"{path}: cannot open the database ({e})") from e
+
+
+class ReadOnlyDb:
+    """A database opened with `open_read_only`, closed on leaving a `with` block."""
+
+    conn: sqlite3.Connection
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -18,31 +18,19 @@ counted; a file that is not a Cursor database raises `OSError`.
 """
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from jacked.sources.sqlite_ro import open_read_only
+from jacked.sources.sqlite_ro import ReadOnlyDb, open_read_only, sqlite_errors as _errors
 
 MAX_VALUE_BYTES = 32 << 20  # a value larger than this (a pasted dump, a huge file state) is skipped
 COMPOSER_PREFIX = "composerData:"
 BUBBLE_PREFIX = "bubbleId:"
 CHAT_PANE_KEY = "workbench.panel.aichat.view.aichat.chatdata"
 WORKSPACE_COMPOSERS_KEY = "composer.composerData"
-
-
-@contextmanager
-def _errors(path: Path) -> Iterator[None]:
-    """SQLite's errors as `OSError` (a database locked, corrupt or replaced while read)."""
-    try:
-        yield
-    except sqlite3.Error as e:
-        raise OSError(f"{path}: {e}") from e
 
 
 def _prefix_range(prefix: str) -> tuple[str, str]:
@@ -97,7 +85,7 @@ class RawBubbles:
     missing: int = 0  # a header whose bubble row is not (yet) there
 
 
-class CursorDb:
+class CursorDb(ReadOnlyDb):
     """One `state.vscdb`, opened read-only (immutable when Cursor holds it locked)."""
 
     def __init__(self, path: Path, immutable: bool = False) -> None:
@@ -112,15 +100,6 @@ class CursorDb:
         except BaseException:
             self.conn.close()
             raise
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> CursorDb:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ key/value access
     def item(self, key: str, table: str = "ItemTable") -> Any:

@@ -13,13 +13,11 @@ taking any lock). A file that is not a Goose database raises `OSError`.
 """
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from jacked.sources.sqlite_ro import open_read_only
+from jacked.sources.sqlite_ro import ReadOnlyDb, open_read_only, sqlite_errors as _errors
 
 MAX_ROW_BYTES = 32 << 20  # a message larger than this (a pasted dump) is skipped and counted
 SESSION_COLUMNS = ("id", "name", "description", "session_type", "working_dir", "created_at", "updated_at",
@@ -27,16 +25,7 @@ SESSION_COLUMNS = ("id", "name", "description", "session_type", "working_dir", "
                    "provider_name", "model_config_json")
 
 
-@contextmanager
-def _errors(path: Path) -> Iterator[None]:
-    """SQLite's errors as `OSError` (a database locked, corrupt or replaced while read)."""
-    try:
-        yield
-    except sqlite3.Error as e:
-        raise OSError(f"{path}: {e}") from e
-
-
-class GooseDb:
+class GooseDb(ReadOnlyDb):
     """One `sessions.db`, opened read-only (immutable when Goose holds it locked)."""
 
     def __init__(self, path: Path, immutable: bool = False) -> None:
@@ -51,15 +40,6 @@ class GooseDb:
         except BaseException:
             self.conn.close()
             raise
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> GooseDb:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def stats(self) -> dict[str, tuple[Any, ...]]:
         """{session id: (updated_at, message count, last message row id, bytes)}: what a fingerprint needs."""
