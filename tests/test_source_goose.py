@@ -310,3 +310,11 @@ def test_a_huge_row_is_counted_and_the_rest_read(monkeypatch: pytest.MonkeyPatch
     s = sessions[AGENT]
     assert errors == [] and 0 < s.lines_malformed < s.lines
     assert s.turns and s.turns[0].prompt == "Discounts can push the cart total below zero; clamp them"
+
+
+def test_session_times_in_both_forms_goose_writes() -> None:
+    from jacked.sources.goose.source import iso_timestamp
+    # SQLite's CURRENT_TIMESTAMP / datetime('now'), and chrono's RFC 3339 (sqlx binds) with nanoseconds
+    assert iso_timestamp("2025-10-01 12:00:00") == "2025-10-01T12:00:00.000Z"
+    assert iso_timestamp("2025-10-01T14:00:00.123456789+02:00") == "2025-10-01T12:00:00.123Z"
+    assert iso_timestamp("not a time") is None and iso_timestamp(None) is None
