@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 GEN_CORPUS = REPO / "scripts" / "gen_corpus.py"
 AGENTS = ("codex", "gemini", "opencode", "aider", "qwen", "cline", "roo", "kilo", "copilot", "cursor", "continue",
-          "openhands")
+          "openhands", "goose")
 KINDS = {"Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "Bash": "shell", "Grep": "search",
          "Glob": "search"}
 
@@ -54,6 +54,7 @@ def agent_env(out: Path) -> dict[str, str]:
             "JACKED_CURSOR_DIR": str(out / "cursor" / "User"),
             "CONTINUE_GLOBAL_DIR": str(out / "continue"),
             "JACKED_OPENHANDS_DIR": str(out / "openhands"),
+            "JACKED_GOOSE_DIR": str(out / "goose"),
             "JACKED_HOME": str(out / "jacked-home")}
 
 
@@ -165,12 +166,12 @@ def build(out: Path, sessions: int, seed: int) -> dict[str, Any]:
     """Write the mixed corpus under `out` and its truth (`out/mixed_truth.json`)."""
     sys.path.insert(0, str(REPO / "tests"))
     from agents import (  # the writers live with the tests
-        write_aider, write_cline, write_codex, write_continue, write_copilot, write_cursor, write_gemini, write_opencode,
-        write_openhands, write_qwen)
+        write_aider, write_cline, write_codex, write_continue, write_copilot, write_cursor, write_gemini, write_goose,
+        write_opencode, write_openhands, write_qwen)
 
     writers = {"codex": write_codex, "gemini": write_gemini, "opencode": write_opencode, "aider": write_aider, "qwen": write_qwen,
                "cline": write_cline, "roo": write_cline, "kilo": write_cline, "copilot": write_copilot, "cursor": write_cursor,
-               "continue": write_continue, "openhands": write_openhands}
+               "continue": write_continue, "openhands": write_openhands, "goose": write_goose}
     if out.exists():
         shutil.rmtree(out)
     claude = out / "claude"

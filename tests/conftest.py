@@ -106,7 +106,7 @@ def claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_real_agent_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No test reads this machine's own Codex, Gemini, opencode, Aider, Qwen Code, Copilot CLI or
+    """No test reads this machine's own Codex, Gemini, opencode, Aider, Qwen Code, Copilot CLI, Goose or
     Cline-family folders: their variables point
     at an empty folder (tests of those sources set their own)."""
     empty = tmp_path_factory.mktemp("no-agents")
@@ -121,3 +121,4 @@ def _no_real_agent_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["JACKED_CURSOR_DIR"] = str(empty / "cursor")
     os.environ["CONTINUE_GLOBAL_DIR"] = str(empty / "continue")
     os.environ["JACKED_OPENHANDS_DIR"] = str(empty / "openhands")
+    os.environ["JACKED_GOOSE_DIR"] = str(empty / "goose")

@@ -14,6 +14,7 @@ from jacked.sources.continue_dev.source import ContinueSource
 from jacked.sources.copilot.source import CopilotSource
 from jacked.sources.cursor.source import CursorSource
 from jacked.sources.gemini.source import GeminiSource
+from jacked.sources.goose.source import GooseSource
 from jacked.sources.opencode.source import OpencodeSource
 from jacked.sources.openhands.source import OpenHandsSource
 from jacked.sources.qwen.source import QwenSource
@@ -30,6 +31,7 @@ SOURCES: dict[str, TranscriptSource] = {s.name: s for s in (
     CursorSource(),
     ContinueSource(),
     OpenHandsSource(),
+    GooseSource(),
 )}
 
 

@@ -535,6 +535,11 @@ def _uninstall_skill(ctx: _Ctx) -> None:
 OTHER_AGENTS = ("codex", "gemini", "opencode", "qwen", "copilot", "cursor")
 # Agents jacked reads that take no MCP server: nothing to register (their sessions are read anyway).
 NO_MCP_AGENTS = {"aider": "Aider"}
+# Agents whose MCP configuration jacked leaves to the user: Goose's is YAML (`config.yaml`
+# `extensions:`), and rewriting it without a YAML round-trip library would drop the user's comments.
+BY_HAND_AGENTS = {"goose": "Goose keeps its MCP servers in ~/.config/goose/config.yaml, which jacked does not rewrite: "
+                           "run `goose configure`, choose Add Extension > Command-line Extension and give it the "
+                           "command `jacked mcp`"}
 
 
 def install_for_agent(agent: str, environ: Mapping[str, str] | None = None) -> Path:
@@ -553,6 +558,8 @@ def _agent_module(agent: str) -> Any:
     if agent in NO_MCP_AGENTS:
         raise InstallError(f"{NO_MCP_AGENTS[agent]} takes no MCP server, so there is nothing to install: jacked reads "
                            "its sessions anyway (`jacked backfill`)")
+    if agent in BY_HAND_AGENTS:
+        raise InstallError(BY_HAND_AGENTS[agent])
     if agent not in OTHER_AGENTS:
         raise InstallError(f"unknown agent {agent!r}: use one of {', '.join(OTHER_AGENTS)} (Claude Code is the default)")
     import importlib

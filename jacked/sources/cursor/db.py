@@ -18,30 +18,19 @@ counted; a file that is not a Cursor database raises `OSError`.
 """
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from jacked.sources.sqlite_ro import ReadOnlyDb, open_read_only, sqlite_errors as _errors
+
 MAX_VALUE_BYTES = 32 << 20  # a value larger than this (a pasted dump, a huge file state) is skipped
-LOCK_TIMEOUT_S = 2.0
 COMPOSER_PREFIX = "composerData:"
 BUBBLE_PREFIX = "bubbleId:"
 CHAT_PANE_KEY = "workbench.panel.aichat.view.aichat.chatdata"
 WORKSPACE_COMPOSERS_KEY = "composer.composerData"
-
-
-@contextmanager
-def _errors(path: Path) -> Iterator[None]:
-    """SQLite's errors as `OSError` (a database locked, corrupt or replaced while read)."""
-    try:
-        yield
-    except sqlite3.Error as e:
-        raise OSError(f"{path}: {e}") from e
 
 
 def _prefix_range(prefix: str) -> tuple[str, str]:
@@ -96,13 +85,13 @@ class RawBubbles:
     missing: int = 0  # a header whose bubble row is not (yet) there
 
 
-class CursorDb:
+class CursorDb(ReadOnlyDb):
     """One `state.vscdb`, opened read-only (immutable when Cursor holds it locked)."""
 
     def __init__(self, path: Path, immutable: bool = False) -> None:
         self.path = path
-        self.immutable = immutable  # known locked (at discovery): not waited for again per chat
-        self.conn = self._open(path)
+        # known locked (at discovery): not waited for again per chat
+        self.conn, self.immutable = open_read_only(path, immutable)
         try:
             with _errors(path):
                 self.tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -111,40 +100,6 @@ class CursorDb:
         except BaseException:
             self.conn.close()
             raise
-
-    def _open(self, path: Path) -> sqlite3.Connection:
-        uri = path.absolute().as_uri()
-        try:
-            if self.immutable:
-                return self._open_immutable(uri)
-            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False)
-            try:
-                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-                return conn
-            except sqlite3.OperationalError as e:
-                conn.close()
-                if "locked" not in str(e) and "busy" not in str(e):
-                    raise
-            # Cursor is writing: read the file as it is without taking (or waiting for) a lock
-            self.immutable = True
-            return self._open_immutable(uri)
-        except sqlite3.DatabaseError as e:
-            raise OSError(f"{path}: cannot open the database ({e})") from e
-
-    @staticmethod
-    def _open_immutable(uri: str) -> sqlite3.Connection:
-        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        return conn
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> CursorDb:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ key/value access
     def item(self, key: str, table: str = "ItemTable") -> Any:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from jacked.sources.opencode.store import RawSession, decode
+from jacked.sources.sqlite_ro import sqlite_errors as _errors
 
 
 SESSION_COLUMNS = ("id", "project_id", "parent_id", "slug", "directory", "title", "version", "agent",
@@ -33,15 +33,6 @@ SESSION_COLUMNS = ("id", "project_id", "parent_id", "slug", "directory", "title"
 # used for the sessions of `session_message`).
 SESSION_TABLES = ("session_v2", "session")
 ENTRY_COLUMNS = {"session_id", "type", "seq", "data"}
-
-
-@contextmanager
-def _errors(path: Path) -> Iterator[None]:
-    """SQLite's errors as `OSError` (a database locked, corrupt or replaced while read)."""
-    try:
-        yield
-    except sqlite3.Error as e:
-        raise OSError(f"{path}: {e}") from e
 
 
 class DbStore:

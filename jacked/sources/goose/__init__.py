@@ -1,0 +1,1 @@
+"""Goose (block/goose): `jacked.sources.goose.source`."""
