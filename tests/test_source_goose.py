@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
-import count_goose  # noqa: E402
-import write_goose  # noqa: E402
+import count_goose
+import write_goose
 
-from jacked.catalog import Catalog  # noqa: E402
-from kit import file_snapshot  # noqa: E402
-from jacked.ingest.agents import source_status  # noqa: E402
-from jacked.ingest.scan import Scanner  # noqa: E402
-from jacked.query.history import turns_json  # noqa: E402
-from jacked.sources.goose.source import GooseSource  # noqa: E402
-from jacked.sources.model import Session  # noqa: E402
+from jacked.catalog import Catalog
+from kit import file_snapshot
+from jacked.ingest.agents import source_status
+from jacked.ingest.scan import Scanner
+from jacked.query.history import turns_json
+from jacked.sources.goose.source import GooseSource
+from jacked.sources.model import Session
 
 HAND = Path(__file__).parent / "fixtures" / "goose" / "hand"
 SOURCE = GooseSource()

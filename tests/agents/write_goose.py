@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +52,11 @@ VISIBLE = {"userVisible": True, "agentVisible": True}
 
 def epoch(at: str) -> int:
     dt = datetime.fromisoformat(at.replace("Z", "+00:00"))
-    return int((dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp())
+    return int((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp())
 
 
 def sql_time(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def message(role: str, created: int, content: list[dict[str, Any]], **metadata: bool) -> dict[str, Any]:
