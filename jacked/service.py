@@ -12,7 +12,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jacked.catalog import Catalog
 from jacked.config import Settings
@@ -281,7 +281,8 @@ class Jacked:
         """What the index and the catalog hold (the `status --json` object; no scan)."""
         from jacked.query.status import status
 
-        return status(self.settings, self._indexer.kept_store if self._indexer is not None else None)
+        # The query layer builds plain dicts; jacked.schema names their shape (tests/test_schema.py validates it).
+        return cast("StatusAnswer", status(self.settings, self._indexer.kept_store if self._indexer is not None else None))
 
     def archive(self) -> dict[str, Any]:
         """What jacked's archive keeps (the `archive --json` object), after a scan archived what is new."""
@@ -327,7 +328,7 @@ class Jacked:
         from jacked.query.search import search_many
 
         self.fresh()
-        return search_many(self.settings, queries, opts, indexer=self.indexer)
+        return cast("list[SearchAnswer]", search_many(self.settings, queries, opts, indexer=self.indexer))
 
     def retrieve(self, refs: list[str], mode: str = "smart", budget: int | None = None,
                  check_git: bool = True) -> Any:
@@ -363,7 +364,7 @@ class Jacked:
         if self._recall_search() is None:
             return {**silent, "reason": "no index"}
 
-        def search(query: str, in_repo: str | None) -> list[dict[str, Any]]:
+        def search(query: str, in_repo: str | None) -> list[Any]:
             from jacked.query.options import SearchOptions
 
             return self.search(query, SearchOptions(repo=in_repo, limit=6, current_repo=repo))["results"]
@@ -404,7 +405,8 @@ class Jacked:
         `since` / `until`: `7d`, `2w`, a date or a date-time (a bare `until` date includes that day)."""
         from jacked.query.history import list_sessions
 
-        return list_sessions(self.fresh(), repo, limit, offset, self.prices(), **_bounds(since, until))
+        return cast("list[SessionRow]", list_sessions(self.fresh(), repo, limit, offset, self.prices(),
+                                                   **_bounds(since, until)))
 
     def session_count(self, repo: str | None = None, since: str | None = None, until: str | None = None) -> int:
         """How many sessions `sessions` lists in all."""

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jacked.catalog import Catalog, retrieve_queries
 from jacked.errors import JackedError
@@ -47,7 +47,7 @@ from jacked.util.text import counted
 from jacked.util.tokens import count_tokens
 
 if TYPE_CHECKING:  # the published shape (docs/schema.md); never imported at run time
-    from jacked.schema.answers import RetrieveAnswer
+    from jacked.schema.answers import RetrieveAnswer, RetrieveOmitted, RetrieveSession
 
 __all__ = ["MODES", "RetrieveError", "Item", "RetrieveResult", "build_items", "retrieve"]
 
@@ -124,8 +124,8 @@ class RetrieveResult:
             sessions = [{**s, "sections": [{k: v for k, v in sec.items() if k != "text"} | {
                 "preview": " ".join(sec["text"].split())[:80]} for sec in s["sections"]]} for s in sessions]
         return {"mode": self.mode, "budget": self.budget, "used": self.used, "remaining": self.budget - self.used,
-                "capacity": self.capacity, "safety_margin": self.margin, "dry_run": dry_run, "sessions": sessions,
-                "dropped_sessions": self.dropped_sessions, "omitted": self.omitted}
+                "capacity": self.capacity, "safety_margin": self.margin, "dry_run": dry_run, "sessions": cast("list[RetrieveSession]", sessions),
+                "dropped_sessions": self.dropped_sessions, "omitted": cast("list[RetrieveOmitted]", self.omitted)}
 
 
 _SESSION_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")

@@ -19,7 +19,7 @@ import concurrent.futures
 import functools
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Annotated, Any
 
@@ -101,7 +101,7 @@ def _without_texts(sections: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in sec.items() if k != "text"} for sec in sections]
 
 
-def bounded(obj: dict[str, Any], max_tokens: int = MAX_RESULT_TOKENS) -> str:
+def bounded(obj: Mapping[str, Any], max_tokens: int = MAX_RESULT_TOKENS) -> str:
     """A non-list answer as JSON within the token bound (long texts clipped harder if need be)."""
     limit = FIELD_CHARS
     text = dumps(clip(obj, limit))

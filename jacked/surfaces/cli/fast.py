@@ -68,7 +68,7 @@ def command_of(name: str) -> Callable[..., Any]:
     """The function typer runs for the command `name` of `COMMANDS`."""
     module, attribute = COMMANDS[name]
     found = getattr(importlib.import_module(module), attribute.removesuffix("()"))
-    return found() if attribute.endswith("()") else found  # type: ignore[no-any-return]
+    return found() if attribute.endswith("()") else found
 
 
 class _Spec:

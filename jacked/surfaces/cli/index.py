@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from jacked.surfaces.cli.common import CliError, print_json, progress_bar, require_projects, service, settings, warn
 from jacked.surfaces.cli.history import NOT_SESSIONS
@@ -96,7 +97,7 @@ def status_cmd(json_out: bool = Option(False, "--json", help="Print JSON.")) -> 
         echo(f"  user {k:15s} {v}")
 
 
-def _print_backfill(data: dict) -> None:
+def _print_backfill(data: Mapping[str, Any]) -> None:
     """The two passes of a running or stopped backfill: done / total and an ETA."""
     bf = data.get("backfill") or {}
     pending = data.get("points_pending_dense") or 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +72,7 @@ def _with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
     return with_filters
 
 
-def _print_human(result: dict[str, Any]) -> None:
+def _print_human(result: Mapping[str, Any]) -> None:
     from jacked.surfaces.cli.history import SOURCE_MARKS
 
     when = result.get("time_filter")

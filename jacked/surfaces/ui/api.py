@@ -144,7 +144,7 @@ class UiApi:
             return dict(self.remote(None).search(query, opts))
         if self._search_service is None:
             self._search_service = Jacked(self.settings, scan=False)
-        return self._search_service.search(query, opts)
+        return dict(self._search_service.search(query, opts))
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
