@@ -277,7 +277,7 @@ class Jacked:
         """What jacked's archive keeps (the `archive --json` object), after a scan archived what is new."""
         from jacked.ingest.archive import archive_listing
 
-        if self.settings.projects_dir.is_dir():
+        if self.settings.projects_dir.is_dir() and not self.catalog.read_only:
             scanner = self._scanner()
             scanner.scan()
             self._scanned_at = time.monotonic()
@@ -477,7 +477,8 @@ class Jacked:
         from jacked.index.summarize import ensure_summaries, summaries_for
 
         sid = self.session_id(ref)
-        ensure_summaries(self.catalog, sid)
+        if not self.catalog.read_only:  # a read-only home shows the summaries it has
+            ensure_summaries(self.catalog, sid)
         by_turn, session = summaries_for(self.catalog, sid)
         return sid, by_turn, session
 

@@ -23,6 +23,7 @@ from jacked.config import load_settings
 JACKED = Path(sys.executable).parent / "jacked"
 PROJECT = "-src-deep-manifest"  # one real session with a subagent
 SESSION = "a7da6a22-facc-4fcd-8bab-f83c87862004"
+LATER = "-experiments-ideas"
 
 
 def tree_bytes(*roots: Path) -> dict[str, tuple[int, int, bytes]]:
@@ -55,6 +56,8 @@ def site(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> tuple
     config.write_text(json.dumps({"jacked_home": str(home), "user_name": "ada"}))
     config.chmod(0o600)
     assert Indexer(load_settings(claude)).backfill().errors == []
+    # A transcript written after the backfill: a read-only home neither catalogs nor archives it.
+    shutil.copytree(REAL / "projects" / LATER, claude / "projects" / LATER)
     return claude, home
 
 
@@ -120,7 +123,8 @@ def test_read_only_home_loads_settings_and_answers_read_commands(site: tuple[Pat
     search = run(str(JACKED), "search", "manifest", "--json")
     assert search.returncode == 0, search.stderr
     assert top_results(search.stdout) == writable_search and writable_search
-    for args in (["turns", SESSION[:8]], ["stats", "--json"], ["retrieve", SESSION[:8]], ["timeline", SESSION[:8]]):
+    for args in (["turns", SESSION[:8]], ["stats", "--json"], ["retrieve", SESSION[:8]], ["timeline", SESSION[:8]],
+                 ["archive", "--json"], ["show", SESSION[:8]]):
         p = run(str(JACKED), *args)
         assert p.returncode == 0 and p.stdout.strip(), (args, p.stderr)
         assert "Traceback" not in p.stderr, args
