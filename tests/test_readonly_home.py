@@ -117,6 +117,10 @@ def test_read_only_home_loads_settings_and_answers_read_commands(site: tuple[Pat
     assert [r["session_id"] for r in json.loads(sessions.stdout)] == [SESSION]
     # One note that nothing new is indexed, not an error.
     assert sessions.stderr.strip() == f"jacked: {home} is read-only: new transcripts are not indexed"
+    # With the daemon on (the default): none can make its socket there, so this process answers, quietly.
+    daemon_on = subprocess.run([*read_only, "env", "-u", "JACKED_DAEMON", str(JACKED), "sessions", "--json"], env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert (daemon_on.returncode, daemon_on.stdout, daemon_on.stderr) == (0, sessions.stdout, sessions.stderr)
     status = run(str(JACKED), "status", "--json")
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["points"] > 0
