@@ -107,7 +107,10 @@ class Jacked:
         """The catalog, re-scanned (incrementally) when the last scan is older than `rescan_seconds`."""
         now = time.monotonic()
         if self.scan_enabled and (self._scanned_at is None or now - self._scanned_at > self.rescan_seconds):
-            if self.scannable():
+            if self.catalog.read_only:
+                if self._scanned_at is None:
+                    self._say(f"jacked: {self.settings.home} is read-only: new transcripts are not indexed")
+            elif self.scannable():
                 for err in self.unsaid(self.scan().errors)[:5]:
                     self._say(f"jacked: skipped {err}")
             self._scanned_at = now
@@ -169,6 +172,14 @@ class Jacked:
         path = Path(ref).expanduser()
         return path.suffix == ".jsonl" and path.is_file() and not _inside(path, self.settings.projects_dir)
 
+    def writable(self, command: str) -> None:
+        """A one-line error when JACKED_HOME is read-only: `command` would write it."""
+        from jacked.util.fs import read_only_dir
+
+        if read_only_dir(Path(self.settings.home)):
+            raise JackedError(f"{self.settings.home} is read-only: `jacked {command}` writes there; "
+                              "make it writable or point JACKED_HOME at a folder you can write")
+
     # ------------------------------------------------------------------ ingest and index
     def scan(self, progress: Callable[[int, int], None] | None = None) -> Any:
         """Bring the catalog up to date with the Claude directory; the `ScanReport`."""
@@ -187,6 +198,7 @@ class Jacked:
 
     def backfill(self, rebuild: bool = False, repo: str | None = None, progress: Progress | None = None) -> Any:
         """Scan, then index every session that changed; the `IndexReport`."""
+        self.writable("backfill")
         report = self.indexer.backfill(rebuild=rebuild, repo=repo, progress=progress)
         self._scanned_at = time.monotonic()
         return report
@@ -194,6 +206,7 @@ class Jacked:
     def index(self, target: str | None = None) -> Any:
         """Index one session now (an id, a prefix or a transcript path), or every changed one when
         `target` is None; the `IndexReport`."""
+        self.writable("index")
         if target is None:
             return self.backfill()
         groups = self._groups_for(target)
@@ -222,6 +235,7 @@ class Jacked:
         before `before` (a date or an age: `3m`) — in the catalog, the index and the archive, with a
         tombstone so no later scan brings them back, then compact (jacked.index.forget); the
         `ForgetReport`. Nothing chosen is an error; a chosen set that is empty is not."""
+        self.writable("forget")
         from jacked.catalog import forget_queries
         from jacked.index.forget import forget_sessions, select_sessions
 
@@ -252,6 +266,7 @@ class Jacked:
         """Remove JACKED_HOME and everything in it (catalog, index, archive, logs, models); refuses a
         folder that is not jacked's own or whose removal would take other data with it. Returns
         {home, removed_bytes}."""
+        self.writable("purge")
         import shutil
 
         home = purge_target(self.settings)
@@ -275,6 +290,7 @@ class Jacked:
 
     def cleardb(self) -> int:
         """Delete this user's points and index state; how many points went."""
+        self.writable("cleardb")
         return int(self.indexer.cleardb())
 
     def status(self) -> StatusAnswer:
@@ -288,7 +304,7 @@ class Jacked:
         """What jacked's archive keeps (the `archive --json` object), after a scan archived what is new."""
         from jacked.ingest.archive import archive_listing
 
-        if self.settings.projects_dir.is_dir():
+        if self.settings.projects_dir.is_dir() and not self.catalog.read_only:
             scanner = self._scanner()
             scanner.scan()
             self._scanned_at = time.monotonic()
@@ -306,6 +322,7 @@ class Jacked:
                   model: str | None = None, batch: int = 8) -> Any:
         """Store turn and session summaries (of `refs`, or every session); the `SummarizeReport`.
         `llm`: api or claude (a model summarizes), None: the offline extractive summarizer."""
+        self.writable("summarize")
         from jacked.index.summarize import LlmSummarizer, default_transport, summarize
 
         ids = [self.session_id(r) for r in refs] if refs else None
@@ -488,7 +505,8 @@ class Jacked:
         from jacked.index.summarize import ensure_summaries, summaries_for
 
         sid = self.session_id(ref)
-        ensure_summaries(self.catalog, sid)
+        if not self.catalog.read_only:  # a read-only home shows the summaries it has
+            ensure_summaries(self.catalog, sid)
         by_turn, session = summaries_for(self.catalog, sid)
         return sid, by_turn, session
 

@@ -23,12 +23,25 @@ from jacked.config import load_settings
 JACKED = Path(sys.executable).parent / "jacked"
 PROJECT = "-src-deep-manifest"  # one real session with a subagent
 SESSION = "a7da6a22-facc-4fcd-8bab-f83c87862004"
+LATER = "-experiments-ideas"
 
 
-def tree_bytes(*roots: Path) -> dict[str, tuple[int, bytes]]:
-    """Every path under `roots` with its mode and bytes (b"" for a folder)."""
-    return {str(p): (p.stat().st_mode, b"" if p.is_dir() else p.read_bytes())
+def tree_bytes(*roots: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Every path under `roots` with its mode, mtime and bytes (b"" for a folder)."""
+    return {str(p): (p.stat().st_mode, p.stat().st_mtime_ns, b"" if p.is_dir() else p.read_bytes())
             for root in roots for p in sorted(root.rglob("*"))}
+
+
+def jacked_env(claude: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
+    # In-process: the daemon would need to write its socket in the home.
+    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_DAEMON="off", NO_COLOR="1")
+    return env
+
+
+def top_results(stdout: str) -> list[tuple[str, str]]:
+    """(session, its matched points) of a `search --json` answer's first results."""
+    return [(r["session_id"], json.dumps(r["matches"], sort_keys=True)) for r in json.loads(stdout)["results"][:5]]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +56,18 @@ def site(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> tuple
     config.write_text(json.dumps({"jacked_home": str(home), "user_name": "ada"}))
     config.chmod(0o600)
     assert Indexer(load_settings(claude)).backfill().errors == []
+    # A transcript written after the backfill: a read-only home neither catalogs nor archives it.
+    shutil.copytree(REAL / "projects" / LATER, claude / "projects" / LATER)
     return claude, home
+
+
+@pytest.fixture(scope="module")
+def writable_search(site: tuple[Path, Path]) -> list[tuple[str, str]]:
+    """The top results of the test's search on the home while it is still writable."""
+    p = subprocess.run([str(JACKED), "search", "manifest", "--json"], env=jacked_env(site[0]),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return top_results(p.stdout)
 
 
 def _can_unshare() -> bool:
@@ -72,11 +96,10 @@ def read_only(site: tuple[Path, Path]) -> Iterator[list[str]]:
 
 
 def test_read_only_home_loads_settings_and_answers_read_commands(site: tuple[Path, Path],
+                                                                 writable_search: list[tuple[str, str]],
                                                                  read_only: list[str]) -> None:
     claude, home = site
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
-    # In-process: the daemon would need to write its socket in the home.
-    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_DAEMON="off", NO_COLOR="1")
+    env = jacked_env(claude)
     before = tree_bytes(claude, home)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -92,13 +115,26 @@ def test_read_only_home_loads_settings_and_answers_read_commands(site: tuple[Pat
     sessions = run(str(JACKED), "sessions", "--json")
     assert sessions.returncode == 0, sessions.stderr
     assert [r["session_id"] for r in json.loads(sessions.stdout)] == [SESSION]
-    for args in (["status", "--json"], ["search", "manifest", "--json"]):
+    # One note that nothing new is indexed, not an error.
+    assert sessions.stderr.strip() == f"jacked: {home} is read-only: new transcripts are not indexed"
+    # With the daemon on (the default): none can make its socket there, so this process answers, quietly.
+    daemon_on = subprocess.run([*read_only, "env", "-u", "JACKED_DAEMON", str(JACKED), "sessions", "--json"], env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert (daemon_on.returncode, daemon_on.stdout, daemon_on.stderr) == (0, sessions.stdout, sessions.stderr)
+    status = run(str(JACKED), "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["points"] > 0
+    search = run(str(JACKED), "search", "manifest", "--json")
+    assert search.returncode == 0, search.stderr
+    assert top_results(search.stdout) == writable_search and writable_search
+    for args in (["turns", SESSION[:8]], ["stats", "--json"], ["retrieve", SESSION[:8]], ["timeline", SESSION[:8]],
+                 ["archive", "--json"], ["show", SESSION[:8]]):
         p = run(str(JACKED), *args)
-        # An answer, or one line saying why not: never a traceback.
-        assert p.returncode in (0, 1), (args, p.stderr)
+        assert p.returncode == 0 and p.stdout.strip(), (args, p.stderr)
         assert "Traceback" not in p.stderr, args
-        if p.returncode == 1:
-            assert len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
-        else:
-            json.loads(p.stdout)
+    for args in (["backfill"], ["index"], ["forget", SESSION[:8], "--yes"]):
+        p = run(str(JACKED), *args)
+        assert p.returncode == 1, (args, p.stdout)
+        assert p.stderr.strip() == (f"jacked: {home} is read-only: `jacked {args[0]}` writes there; "
+                                    "make it writable or point JACKED_HOME at a folder you can write"), args
     assert tree_bytes(claude, home) == before

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pickle
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from jacked.util.fs import make_private
+from jacked.util.fs import make_private, read_only_dir
 from jacked.util.lookup import Lookup
 
 from jacked.sources.model import LlmCall, Session, Turn
@@ -202,6 +203,19 @@ _NO_SESSION_KEYS: dict[str, Any] = {"repo_name": None, "session_started_at": Non
                                      "agent": None}
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """`path` opened read-only. WAL mode needs the -shm file: where it is missing and cannot be
+    made, `immutable=1` opens it (then nothing can be in a -wal either: the last close removes both)."""
+    uri = "file:" + urllib.parse.quote(str(path))
+    db = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=60, isolation_level=None)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+        return sqlite3.connect(uri + "?immutable=1", uri=True, timeout=60, isolation_level=None)
+
+
 # How `list_sessions` orders sessions: newest first, ties by id.
 LISTED_ORDER = "ORDER BY COALESCE(started_at, '') DESC, session_id"
 
@@ -212,9 +226,15 @@ class Catalog:
     def __init__(self, path: Path, migrate: bool = True) -> None:
         """Open (and, unless `migrate=False` for a process that knows it is current, migrate)."""
         in_memory = str(path) == ":memory:"
+        self.path = path
+        #: A read-only JACKED_HOME: the catalog is read as it is, never written (nor migrated).
+        self.read_only = not in_memory and read_only_dir(path.parent)
+        if self.read_only:
+            self.db = _connect_read_only(path)
+            self.db.row_factory = sqlite3.Row
+            return
         if not in_memory:
             make_private(path.parent)  # the catalog's folder is JACKED_HOME: everything in it is private
-        self.path = path
         self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
         if not in_memory:
             make_private(path.parent)  # the database file, just created

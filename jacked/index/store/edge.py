@@ -32,6 +32,7 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -40,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from jacked.util.fs import atomic_write
+from jacked.util.fs import atomic_write, copy_tree_sparse, read_only_dir
 from jacked.util.memory import trim_heap
 from jacked.index.embed import SparseVector
 from jacked.index.store.base import (
@@ -176,6 +177,7 @@ class EdgeStore(VectorStore):
         self.optimize_seconds = 0.0  # spent in the optimizers (a backfill reports it)
         self._upkeep: dict[str, Any] = {}  # the index.upkeep.json read at open
         self._bulk = False  # inside `bulk()`: optimisations keep segments apart
+        self._copy: Path | None = None  # the temp copy open of a read-only index (`_open_copy`)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -196,6 +198,9 @@ class EdgeStore(VectorStore):
             raise ValueError("give both dense_model and dims, or neither")
         if recreate and dense_model is None:
             raise ValueError("recreate needs the dense model and dims of the new index")
+        if read_only_dir(self.path):
+            self._open_copy()
+            return self
         self.path.mkdir(parents=True, exist_ok=True)
         self._acquire_lock()
         try:
@@ -244,9 +249,33 @@ class EdgeStore(VectorStore):
         self._dims = int(meta["dims"])
         self._ensure_indexes()
 
+    def _open_copy(self) -> None:
+        """Open a read-only index (a read-only JACKED_HOME): Edge has no read-only open (a load
+        maps its files writable), so a sparse copy in a temp folder is loaded, and dropped at close."""
+        meta = self._read_meta()
+        if meta is None or not self.shard_path.is_dir():
+            raise StoreNotFound(f"no index at {self.path} yet: run `jacked backfill` first")
+        self._copy = Path(tempfile.mkdtemp(prefix="jacked-read-only-index-"))
+        try:
+            copy_tree_sparse(self.shard_path, self._copy / _SHARD)
+            with self._errors("open"):
+                self._shard = load_shard(self._copy / _SHARD)
+        except BaseException:
+            shutil.rmtree(self._copy, ignore_errors=True)
+            self._copy = None
+            raise
+        self._dense_model, self._dims = str(meta["dense_model"]), int(meta["dims"])
+
     def close(self) -> None:
         """Flush segments, close the shard and release the lock. Idempotent."""
         with self._mutex:
+            if self._copy is not None:  # a read-only index's copy: nothing to save
+                shard, self._shard, copy, self._copy = self._shard, None, self._copy, None
+                if shard is not None:
+                    shard.close()
+                shutil.rmtree(copy, ignore_errors=True)
+                self._dense_model = self._dims = None
+                return
             shard, self._shard = self._shard, None
             try:
                 if shard is not None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from jacked.errors import JackedError
+from jacked.util.fs import read_only_dir
 from jacked.surfaces.daemon.protocol import (
     PROTOCOL_VERSION, DaemonPaths, Where, build_id, daemon_alive, decode, encode, socket_address,
     write_queue_entry,
@@ -404,6 +405,8 @@ def _start(paths: DaemonPaths, where: Where) -> None:
 
     from jacked.util.flock import FileLock, LockTimeout
 
+    if read_only_dir(paths.home):  # no socket can be made there; answering in this process says why
+        raise DaemonUnavailable(f"{paths.home} is read-only", quiet=True)
     try:
         paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as e:
