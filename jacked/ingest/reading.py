@@ -75,7 +75,9 @@ class ScanReport:
             "files_without_session": self.files_without_session,
             "files_opened": self.files_opened,
             "files_resumed": self.files_resumed, "bytes_read": self.bytes_read, "errors": self.errors,
-            "seconds": round(self.seconds, 3), "history": self.history, "agents": self.agents,
+            "seconds": round(self.seconds, 3),
+            "history": self.history,  # type: ignore[typeddict-item]  # {} when only named sessions were scanned
+            "agents": self.agents,
         }
 
 

@@ -109,8 +109,8 @@ class ClineFamilySource:
                                    extra={"task": task, "ui": ui})
 
     def read(self, found: FoundSession) -> Session:
-        task: Path = found.extra["task"]  # type: ignore[assignment]
-        ui: Path = found.extra["ui"]  # type: ignore[assignment]
+        task: Path = found.extra["task"]
+        ui: Path = found.extra["ui"]
         messages, cut = load_messages(ui)
         built = build_turns(messages)
         meta = _metadata(task / META_FILE)
@@ -156,7 +156,7 @@ def _metadata(path: Path) -> dict[str, list[str]]:
     if not isinstance(data, dict):
         return out
     for key, field, into in (("model_usage", "model_id", "models"), ("environment_history", "cline_version", "versions")):
-        entries = data.get(key) if isinstance(data.get(key), list) else []
+        entries = given if isinstance(given := data.get(key), list) else []
         for entry in entries:
             value = entry.get(field) if isinstance(entry, dict) else None
             if isinstance(value, str) and value and value not in out[into]:

@@ -39,6 +39,7 @@ from jacked.sources.gemini.turns import diff_counts, string_edit_counts
 from jacked.sources.metrics import compute_metrics, elapsed_ms
 from jacked.sources.model import READ_TOOLS, Invocation, LlmCall, TextUnit, Turn, TurnEvent
 from jacked.sources.textclean import strip_ansi
+from jacked.sources.values import as_object
 
 PARSER_VERSION = 1
 MAX_TEXT_CHARS = 200_000
@@ -151,7 +152,7 @@ class TurnBuilder:
 
     # ------------------------------------------------------------------ messages
     def _message(self, msg: dict[str, Any], mtype: str, kind: str, ts: str | None) -> None:
-        text = msg.get("text") if isinstance(msg.get("text"), str) else ""
+        text = given if isinstance(given := msg.get("text"), str) else ""
         # Roo Code, Kilo Code and Cline before `say: "task"` open the task with a `say: "text"`
         opens = mtype == "say" and kind == "text" and not self.out.turns
         if opens or mtype == "say" and kind in ("task", "user_feedback"):
@@ -186,26 +187,26 @@ class TurnBuilder:
             turn.events.append(TurnEvent("command_output", ts, {"output": strip_ansi(short(text, 1000)), "level": "error"}))
         elif mtype == "ask" and kind == "followup":
             q = _json(text)
-            question = q.get("question") if isinstance(q.get("question"), str) else text
+            question = given if isinstance(given := q.get("question"), str) else text
             options = [o for o in q.get("options") or [] if isinstance(o, str)] if isinstance(q.get("options"), list) else []
-            suggested = q.get("follow_up") if isinstance(q.get("follow_up"), list) else []  # Roo Code's suggestions
-            options += [o if isinstance(o, str) else o.get("answer") for o in suggested
+            suggested = given if isinstance(given := q.get("follow_up"), list) else []  # Roo Code's suggestions
+            options += [o if isinstance(o, str) else o["answer"] for o in suggested
                         if isinstance(o, str) or isinstance(o, dict) and isinstance(o.get("answer"), str)]
             self.question = {"kind": "question", "question": short(question, 600), "options": options[:50]}
             if question.strip():
                 turn.assistant_text = strip_ansi(question.strip()[:MAX_TEXT_CHARS])
         elif kind in ("condense", "summarize_task", "condense_context"):
             turn.compacted = True
-            condensed = msg.get("contextCondense") if isinstance(msg.get("contextCondense"), dict) else {}
-            summary = condensed.get("summary") if isinstance(condensed.get("summary"), str) else text
+            condensed = as_object(msg.get("contextCondense"))
+            summary = given if isinstance(given := condensed.get("summary"), str) else text
             if summary.strip():
                 self.out.texts.append(TextUnit("compact_summary", strip_ansi(summary.strip()[:MAX_TEXT_CHARS]), ts,
                                                turn.index))
         elif mtype == "say" and kind == "subtask_result":  # what a `new_task` child reported back (Roo Code)
-            call = next((i for i in reversed(turn.invocations) if i.tool_name == "new_task"), None)
-            if call is not None:
-                call.has_result, call.result_timestamp = True, ts
-                call.result_brief = head_and_tail(strip_ansi(text), brief_limit(call.tool_name, False))
+            subtask = next((i for i in reversed(turn.invocations) if i.tool_name == "new_task"), None)
+            if subtask is not None:
+                subtask.has_result, subtask.result_timestamp = True, ts
+                subtask.result_brief = head_and_tail(strip_ansi(text), brief_limit(subtask.tool_name, False))
 
     def _turn(self, ts: str | None) -> Turn:
         if self.cur is None:
@@ -219,7 +220,7 @@ class TurnBuilder:
         turns = self.out.turns
         index = 0 if prompt is None else (turns[-1].index + 1 if turns else 1)
         self.cur = Turn(index=index, prompt=prompt, started_at=ts, ended_at=ts,
-                        is_slash_command=bool(prompt) and prompt.startswith("/"),
+                        is_slash_command=prompt is not None and prompt.startswith("/"),
                         started_by="prompt" if prompt is not None else None)
         turns.append(self.cur)
         self.batch = {}
@@ -227,11 +228,11 @@ class TurnBuilder:
 
     def _request(self, msg: dict[str, Any], info: dict[str, Any], ts: str | None) -> None:
         turn = self._turn(ts)
-        request = info.get("request") if isinstance(info.get("request"), str) else ""
+        request = given if isinstance(given := info.get("request"), str) else ""
         if self.out.cwd is None and request:
             self.out.cwd = cwd_in(request)
         self._results(request, turn, ts)
-        model_info = msg.get("modelInfo") if isinstance(msg.get("modelInfo"), dict) else {}
+        model_info = as_object(msg.get("modelInfo"))
         model = model_info.get("modelId") if isinstance(model_info.get("modelId"), str) and model_info.get("modelId") else None
         self.request_id = f"request-{msg.get('ts')}"
         call = LlmCall(message_id=self.request_id, model=model, timestamp=ts,
@@ -289,7 +290,7 @@ class TurnBuilder:
         turn = self._turn(ts)
         data = _json(text) if kind in ("tool", "use_mcp_server") else {}
         if kind == "tool":
-            raw = data.get("tool") if isinstance(data.get("tool"), str) else "tool"
+            raw = given if isinstance(given := data.get("tool"), str) else "tool"
             name = TOOL_NAMES.get(raw, raw)
             args = {k: v for k, v in data.items() if k in ("path", "regex", "filePattern", "query", "mode", "url")}
         elif kind == "command":

@@ -40,6 +40,7 @@ from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_co
 from jacked.sources.model import EDIT_TOOLS, SHELL_TOOLS, WRITE_TOOLS, Invocation, LlmCall, Session, Subagent, TextUnit, Turn, TurnEvent
 from jacked.sources.paths import repo_name_of
 from jacked.sources.reader import ReadResult, iter_records
+from jacked.sources.values import as_object
 from jacked.sources.textclean import strip_ansi
 
 PARSER_VERSION = 1
@@ -86,7 +87,7 @@ class _Agent:
     def start(self, prompt: str | None, ts: str | None, uuid: str | None = None) -> None:
         index = 0 if prompt is None else (self.turns[-1].index + 1 if self.turns else 1)
         self.cur = Turn(index=index, prompt=prompt, started_at=ts, ended_at=ts, started_by="prompt" if prompt else None,
-                        is_slash_command=bool(prompt) and prompt.startswith("/"), prompt_uuid=uuid)
+                        is_slash_command=prompt is not None and prompt.startswith("/"), prompt_uuid=uuid)
         self.turns.append(self.cur)
         self.batches = {}
 
@@ -174,7 +175,7 @@ class CopilotSource:
             if ts:
                 started = started or ts
                 ended = ts
-            data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+            data = as_object(ev.get("data"))
             owner = _str(ev.get("agentId")) or _str(data.get("parentToolCallId"))
             if owner and owner not in subs:
                 subs[owner] = _Agent()
@@ -217,7 +218,7 @@ class CopilotSource:
 def _event(etype: Any, data: dict[str, Any], ev: dict[str, Any], ts: str | None, agent: _Agent,
            meta: dict[str, Any], sub_info: dict[str, dict[str, Any]]) -> None:
     if etype in ("session.start", "session.resume", "session.context_changed"):
-        context = data.get("context") if isinstance(data.get("context"), dict) else data
+        context = given if isinstance(given := data.get("context"), dict) else data
         if etype != "session.context_changed" or meta.get("cwd") is None:
             meta["cwd"] = meta.get("cwd") or _str(context.get("cwd"))
             meta["git_root"] = meta.get("git_root") or _str(context.get("gitRoot"))
@@ -229,7 +230,7 @@ def _event(etype: Any, data: dict[str, Any], ev: dict[str, Any], ts: str | None,
     elif etype == "user.message":
         meta["message_lines"] += 1
         text = strip_ansi(str(data.get("content") or "").strip())
-        source = data.get("source") if isinstance(data.get("source"), str) else ""
+        source = given if isinstance(given := data.get("source"), str) else ""
         if text and data.get("isAutopilotContinuation") is not True and not source.startswith(NOT_TYPED_SOURCES):
             agent.start(text[:MAX_TEXT_CHARS], ts, _str(ev.get("id")))
         else:
@@ -242,7 +243,7 @@ def _event(etype: Any, data: dict[str, Any], ev: dict[str, Any], ts: str | None,
             turn.assistant_text = agent.last_text = strip_ansi(text[:MAX_TEXT_CHARS])
         agent.model(_str(data.get("model")))
         mid = _str(data.get("messageId")) or _str(ev.get("id")) or f"message-{len(turn.llm_calls)}"
-        requests = data.get("toolRequests") if isinstance(data.get("toolRequests"), list) else []
+        requests = given if isinstance(given := data.get("toolRequests"), list) else []
         for req in requests:
             if isinstance(req, dict) and _str(req.get("toolCallId")):
                 agent.call(req["toolCallId"], str(req.get("name") or "?"), req.get("arguments"), mid, ts)
@@ -261,21 +262,21 @@ def _event(etype: Any, data: dict[str, Any], ev: dict[str, Any], ts: str | None,
                    _str(data.get("turnId")) or data["toolCallId"], ts)
     elif etype == "tool.execution_complete" and _str(data.get("toolCallId")):
         inv = agent.calls.get(data["toolCallId"]) or agent.call(data["toolCallId"], "?", None, data["toolCallId"], ts)
-        result = data.get("result") if isinstance(data.get("result"), dict) else {}
-        error = data.get("error") if isinstance(data.get("error"), dict) else {}
+        result = as_object(data.get("result"))
+        error = as_object(data.get("error"))
         text = str(result.get("content") or error.get("message") or "")
         inv.has_result, inv.result_timestamp = True, ts
         inv.is_error = inv.is_error or data.get("success") is False
         inv.result_brief = head_and_tail(strip_ansi(text), brief_limit(inv.tool_name, inv.is_error))
         agent.turn(ts)
     elif etype == "permission.completed":
-        result = data.get("result") if isinstance(data.get("result"), dict) else {}
-        inv = agent.calls.get(str(data.get("toolCallId")))
-        tool = inv.tool_name if inv is not None else None
+        result = as_object(data.get("result"))
+        asked = agent.calls.get(str(data.get("toolCallId")))
+        tool = asked.tool_name if asked is not None else None
         turn = agent.turn(ts)
         if result.get("kind") == "denied-interactively-by-user":
-            if inv is not None:
-                inv.is_error = True
+            if asked is not None:
+                asked.is_error = True
             turn.events.append(TurnEvent("feedback", ts, {"kind": "tool_rejected", "tool_name": tool,
                                                           "reason": short(result["feedback"], 600)
                                                           if _str(result.get("feedback")) else None}))

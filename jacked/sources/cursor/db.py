@@ -18,6 +18,7 @@ counted; a file that is not a Cursor database raises `OSError`.
 """
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ class ComposerRow:
 
     @classmethod
     def of(cls, composer_id: str, size: int, data: dict[str, Any]) -> ComposerRow:
-        def length(value: Any, kind: type) -> int:
+        def length(value: Any, kind: type[Sized]) -> int:
             return len(value) if isinstance(value, kind) else 0
 
         parent = data.get("subagentInfo")

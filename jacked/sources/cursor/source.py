@@ -154,7 +154,7 @@ class CursorSource:
     def read(self, found: FoundSession) -> Session:
         location = found.location
         tab = found.extra.get("tab")
-        cwd: str | None = found.extra.get("cwd")  # type: ignore[assignment]
+        cwd: str | None = found.extra.get("cwd")
         project_dir = str(found.extra.get("project_dir") or "")
         if isinstance(tab, dict):
             data = {"name": tab.get("chatTitle"), "createdAt": tab.get("lastSendTime"),
@@ -163,9 +163,9 @@ class CursorSource:
             chat = RawChat(found.session_id, location, data, [b for b in bubbles if isinstance(b, dict)], cwd,
                            project_dir, records=len(bubbles), malformed=sum(not isinstance(b, dict) for b in bubbles))
             return build_session(chat)
-        db_path: Path = found.extra["db"]  # type: ignore[assignment]
-        members: list[str] = found.extra["members"]  # type: ignore[assignment]
-        parents: dict[str, str | None] = found.extra["parents"]  # type: ignore[assignment]
+        db_path: Path = found.extra["db"]
+        members: list[str] = found.extra["members"]
+        parents: dict[str, str | None] = found.extra["parents"]
         chats: dict[str, RawChat] = {}
         with CursorDb(db_path, immutable=found.extra.get("locked") is True) as db:
             for cid in members:

@@ -193,7 +193,7 @@ class GooseSource:
         built.malformed = malformed
         for record in records:
             built.feed(record)
-        stamps = [r.get("created") for r in records if isinstance(r, dict) and r.get("created").__class__ is int]
+        stamps = [created for created in (r.get("created") for r in records if isinstance(r, dict)) if type(created) is int]
         started = iso_seconds(min(stamps)) if stamps else None
         ended = iso_seconds(max(stamps)) if stamps else None
         row = {"name": meta.get("description"), **{k: meta.get(k) for k in (

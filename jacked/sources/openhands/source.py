@@ -154,7 +154,7 @@ class OpenHandsSource:
                                extra={"folder": folder})
 
     def read(self, found: FoundSession) -> Session:
-        folder: Path = found.extra["folder"]  # type: ignore[assignment]
+        folder: Path = found.extra["folder"]
         events, records, malformed = read_events(folder)
         meta = as_object(_load(folder / "metadata.json"))
         builder = _Builder()
@@ -364,7 +364,7 @@ def _edit_lines(inv: Invocation, args: dict[str, Any]) -> None:
         inv.file_created = True
         inv.lines_added = len(args["file_text"].splitlines())
     elif isinstance(args.get("new_str"), str):
-        old = args.get("old_str") if isinstance(args.get("old_str"), str) else ""
+        old = given if isinstance(given := args.get("old_str"), str) else ""
         inv.lines_added, inv.lines_removed = len(args["new_str"].splitlines()), len(old.splitlines())
     elif isinstance(args.get("content"), str):  # the LLM-based editor: the block it wrote
         inv.lines_added, inv.lines_removed = diff_counts(args["content"]) if args["content"].startswith("@@") \

@@ -29,6 +29,7 @@ from typing import Any
 
 from jacked.sources.gemini.turns import SNAPSHOT_TAG, parts_of, text_of
 from jacked.sources.reader import ReadResult, iter_records
+from jacked.sources.values import as_object
 
 RECORD_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
 
@@ -78,7 +79,7 @@ def _results(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for rec in records:
         if rec.get("type") != "tool_result":
             continue
-        meta = rec.get("toolCallResult") if isinstance(rec.get("toolCallResult"), dict) else {}
+        meta = as_object(rec.get("toolCallResult"))
         parts = parts_of(rec["message"].get("parts")) if isinstance(rec.get("message"), dict) else []
         ids = [p["functionResponse"].get("id") for p in parts if isinstance(p.get("functionResponse"), dict)]
         for cid in [_str(meta.get("callId")), *ids]:
@@ -97,7 +98,7 @@ def _message(rec: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[st
     if rtype == "user":
         if subtype is not None or rec.get("provenance", "real_user") != "real_user":
             return None  # written by Qwen Code itself (a notification, a cron run, a goal's step), not typed
-        payload = rec.get("systemPayload") if isinstance(rec.get("systemPayload"), dict) else {}
+        payload = as_object(rec.get("systemPayload"))
         msg: dict[str, Any] = {"type": "user", "id": uid, "timestamp": ts, "content": content}
         if _str(payload.get("displayText")):
             msg["displayContent"] = payload["displayText"]
@@ -122,14 +123,14 @@ def _message(rec: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[st
                 "content": [p for p in parts_of(content) if "functionCall" not in p],
                 "toolCalls": calls, "tokens": _tokens(rec.get("usageMetadata")), "model": _str(rec.get("model"))}
     if rtype == "system" and subtype == "slash_command":
-        payload = rec.get("systemPayload") if isinstance(rec.get("systemPayload"), dict) else {}
+        payload = as_object(rec.get("systemPayload"))
         if payload.get("phase") == "invocation" and _str(payload.get("rawCommand")) \
                 and not payload.get("sentToModel") and not payload.get("hiddenInvocation"):
             return {"type": "user", "id": uid, "timestamp": ts, "content": payload["rawCommand"]}
         return None
     if rtype == "system" and subtype == "chat_compression":
-        payload = rec.get("systemPayload") if isinstance(rec.get("systemPayload"), dict) else {}
-        history = payload.get("compressedHistory") if isinstance(payload.get("compressedHistory"), list) else []
+        payload = as_object(rec.get("systemPayload"))
+        history = given if isinstance(given := payload.get("compressedHistory"), list) else []
         summary = next((text_of(c.get("parts")) for c in history if isinstance(c, dict) and text_of(c.get("parts"))), "")
         if not summary.strip():
             return None
@@ -168,7 +169,7 @@ def load_chat(path: Path) -> QwenChat:
             version = _str(rec.get("version"))
             if version and version != "unknown" and version not in chat.versions:
                 chat.versions.append(version)
-        payload = rec.get("systemPayload") if isinstance(rec.get("systemPayload"), dict) else {}
+        payload = as_object(rec.get("systemPayload"))
         if rec.get("subtype") == "custom_title" and _str(payload.get("customTitle")):
             chat.title = payload["customTitle"]
         if rec.get("subtype") == "session_approval_mode" and _str(payload.get("mode")):
