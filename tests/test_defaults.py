@@ -144,7 +144,7 @@ def test_a_file_written_by_jacked_config_set_matches_the_schema(tmp_path: Path) 
         "default_max_tokens": "4000", "lock_timeout_s": "0", "jacked_home": str(tmp_path / "home"),
         "disabled_sources": "codex,gemini", "archive": "false", "hook_sync": "true",
         "anthropic_api_key": "sk-ant-api03-0123456789abcdef", "exclude": "~/work/client-*,secret-repo",
-        "daemon_idle_minutes": "15",
+        "daemon_idle_minutes": "15", "max_segment_mb": "64",
         "prices": '{"my-model": {"input": 2, "output": 8}}',
     }
     assert set(values) == set(FILE_KEYS)

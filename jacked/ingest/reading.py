@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jacked.catalog import Catalog, FileState, FileStates, dump_state, forget_queries, load_state, scan_state
 from jacked.sources.claude.assemble import assemble, subagent_meta
@@ -29,7 +29,7 @@ from jacked.sources.claude.turns import PARSER_VERSION, FileBuilder
 from jacked.util.time import parse_ts
 
 if TYPE_CHECKING:  # the published shape (docs/schema.md); never imported at run time
-    from jacked.schema.answers import ScanAnswer
+    from jacked.schema.answers import HistoryReport, ScanAnswer
 
 PROBE_BYTES = 4096
 BATCH_SECONDS = 0.5  # built sessions are written at least this often, several per transaction
@@ -76,7 +76,7 @@ class ScanReport:
             "files_opened": self.files_opened,
             "files_resumed": self.files_resumed, "bytes_read": self.bytes_read, "errors": self.errors,
             "seconds": round(self.seconds, 3),
-            "history": self.history,  # type: ignore[typeddict-item]  # {} when only named sessions were scanned
+            "history": cast("HistoryReport", self.history),
             "agents": self.agents,
         }
 

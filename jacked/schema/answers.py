@@ -181,7 +181,9 @@ class RetrieveAnswer(TypedDict):
 
 
 # ------------------------------------------------------------------------ scan, index, forget
-class HistoryReport(TypedDict):
+class HistoryReport(TypedDict, total=False):
+    """What the prompt history gave; empty when only named sessions were scanned."""
+
     bytes_read: int
     lines_read: int
     lines_malformed: int
