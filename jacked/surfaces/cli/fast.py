@@ -13,6 +13,7 @@ import importlib
 import inspect
 import os
 import re
+import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -122,7 +123,7 @@ def _specs(command: Callable[..., Any]) -> tuple[list[_Spec], list[_Spec]]:
 def _kind(annotation: Any) -> tuple[type, bool]:
     """(value type, repeated) of an annotation: str, int, bool or Path, optional or a list of str."""
     args = typing.get_args(annotation)
-    if typing.get_origin(annotation) is typing.Union and len(args) == 2 and type(None) in args:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
         annotation = next(a for a in args if a is not type(None))
     if typing.get_origin(annotation) is list and typing.get_args(annotation) == (str,):
         return str, True
