@@ -1,4 +1,4 @@
-"""A mixed generated corpus (Claude Code + Codex CLI + Gemini CLI + opencode + Aider) and how jacked reads
+"""A mixed generated corpus (Claude Code and the thirteen other agents jacked reads) and how jacked reads
 and finds each agent's sessions.
 
     python scripts/agents_eval.py --out /tmp/mixed [--sessions 120] [--seed 7] [--json]
