@@ -124,7 +124,10 @@ def test_a_child_killed_mid_run_leaves_the_shard_usable(store: EdgeStore, points
         assert _wait(lambda: store.optimizing)
         pid = store.optimizing["pid"]  # type: ignore[index]
         pids.append(pid)
-        time.sleep(1.0)  # it has loaded the shard and is building segments
+        # Stopped at once, so that it cannot finish first however fast the machine, then killed
+        # a second later: the optimisation did not complete, wherever the child was.
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(1.0)
         os.kill(pid, signal.SIGKILL)
 
     store._upkeep["reoptimize"] = True  # what a writer finds due
