@@ -21,6 +21,10 @@ daemon    on a copy of `--claude-dir`: warm `jacked search`, `jacked sessions` a
           `python -c pass` timed in alternation with them (goals: search <= 8x, hook and sessions
           <= 6x); the RSS of three `jacked mcp` relays after a search each (goal <= 60 MB) and which
           processes hold the model.
+servemem  the daemon's anonymous memory as the index grows: per size of `--serve-sizes` (e.g.
+          1000,10000), one cold backfill through the daemon into a home kept in `--cache`, its and
+          its optimiser child's peak; then `--repeat` fresh daemons, each after 20 searches (goal:
+          within 10 % of the first size).
 scale     generated corpora of `--sizes` sessions (1000,3000 by default; add 10000 for the full
           run), built once and cached in `--cache` (/tmp/jacked-bench-cache), files dated by their
           sessions, a unique phrase planted in the oldest session. For each size: cold backfill ÷
@@ -1131,6 +1135,94 @@ def bench_serve(claude_dir: Path, repeat: int) -> dict[str, float]:
     return out
 
 
+def _children(pid: int) -> list[int]:
+    """The direct children of a process (Linux)."""
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            kids += [int(x) for x in task.read_text().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def bench_servemem(claude_dir: Path, repeat: int) -> dict[str, float]:
+    """The daemon's anonymous memory as the index grows: per size of `--serve-sizes`, one cold
+    backfill through the daemon into a home kept in `--cache` (reused by later runs), sampling the
+    daemon's and its optimiser child's RssAnon every 50 ms; then `repeat` times a fresh daemon
+    answering 20 `jacked search` calls, its RssAnon after them. The first size is the baseline
+    (goal: within 10 % of it)."""
+    import json
+    import subprocess
+
+    out: dict[str, float] = {}
+    first: float | None = None
+    for n in [int(x) for x in str(OPTS["serve_sizes"]).split(",") if x.strip()]:
+        corpus, _ = scale_corpus(n)
+        queries = [q["query"] for q in json.loads((corpus / "truth.json").read_text())["queries"]][:20]
+        home = Path(OPTS["cache"]) / f"servemem-home-{n}"  # type: ignore[arg-type]
+        built = home / ".built.json"
+        env = dict(_scale_env(corpus, home), JACKED_DAEMON_IDLE_MINUTES="60")
+
+        def daemon_pid() -> int:
+            subprocess.run(_JACKED + ["daemon", "start"], env=env, capture_output=True, check=True, cwd=_CWD)
+            return int(json.loads(subprocess.run(_JACKED + ["daemon", "status", "--json"], env=env, capture_output=True,
+                                                 text=True, check=True, cwd=_CWD).stdout)["pid"])
+
+        def stop() -> None:
+            subprocess.run(_JACKED + ["daemon", "stop"], env=env, capture_output=True, cwd=_CWD)
+
+        if not built.exists():
+            shutil.rmtree(home, ignore_errors=True)
+            pid = daemon_pid()
+            peaks = {"daemon": 0.0, "child": 0.0}
+            done = threading.Event()
+
+            def watch(pid: int = pid, peaks: dict[str, float] = peaks, done: threading.Event = done) -> None:
+                while not done.is_set():
+                    try:
+                        peaks["daemon"] = max(peaks["daemon"], _status_mb(pid, "RssAnon"))
+                        for kid in _children(pid):
+                            peaks["child"] = max(peaks["child"], _status_mb(kid, "RssAnon"))
+                    except (OSError, StopIteration):
+                        pass
+                    time.sleep(0.05)
+
+            watcher = threading.Thread(target=watch, daemon=True)
+            watcher.start()
+            try:
+                wall, _, _, stdout, _ = _measured(_JACKED + ["backfill", "--json"], env)
+            finally:
+                done.set()
+                watcher.join()
+                after = _status_mb(pid, "RssAnon")
+                stop()
+            report = json.loads(stdout)
+            built.write_text(json.dumps({"wall": wall, "points": report["points_written"],
+                                         "texts": report["texts_embedded"], "daemon_peak_mb": peaks["daemon"],
+                                         "child_peak_mb": peaks["child"], "after_backfill_mb": after}))
+        info = json.loads(built.read_text())
+        serving: list[float] = []
+        for _ in range(max(repeat, 1)):
+            try:
+                pid = daemon_pid()
+                for q in queries:
+                    subprocess.run(_JACKED + ["search", q], env=env, capture_output=True, check=True, cwd=_CWD)
+                serving.append(_status_mb(pid, "RssAnon"))
+            finally:
+                stop()
+        med = statistics.median(serving)
+        first = first or med
+        print(f"servemem: {n} generated sessions, {info['points']} points, backfill {info['wall']:.0f} s through "
+              f"the daemon; its RssAnon peak {info['daemon_peak_mb']:.0f} MB, after {info['after_backfill_mb']:.0f} MB; "
+              f"optimiser child peak {info['child_peak_mb']:.0f} MB")
+        print(f"  fresh daemon after 20 searches, {len(serving)} runs: RssAnon {med:.0f} MB "
+              f"({min(serving):.0f}-{max(serving):.0f}), {med / first:.3f}x the first size (goal <= 1.10)")
+        out.update({f"serving_anon_mb_{n}": med, f"backfill_anon_peak_mb_{n}": info["daemon_peak_mb"],
+                    f"child_anon_peak_mb_{n}": info["child_peak_mb"]})
+    return out
+
+
 def _relays_rss(exe: list[str], env: dict[str, str], home: Path, relays: int = 3) -> dict[str, float]:
     """Three `jacked mcp` relays, each after one search: their RSS, the daemon's, and which hold the model."""
     import json
@@ -1168,12 +1260,13 @@ def _relays_rss(exe: list[str], env: dict[str, str], home: Path, relays: int = 3
 
 BENCHES = {"scan": bench_scan, "backfill": bench_backfill, "search": bench_search, "rss": bench_rss,
            "hook": bench_hook, "stats": bench_stats,
-           "ui": bench_ui, "daemon": bench_daemon, "segments": bench_segments, "serve": bench_serve, "scale": bench_scale}
+           "ui": bench_ui, "daemon": bench_daemon, "segments": bench_segments, "serve": bench_serve, "servemem": bench_servemem,
+           "scale": bench_scale}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default=",".join(b for b in BENCHES if b != "scale"),
+    ap.add_argument("--only", default=",".join(b for b in BENCHES if b not in ("scale", "servemem")),
                     help="comma-separated: " + ",".join(BENCHES) + " (scale runs only when named: it takes hours)")
     ap.add_argument("--claude-dir", type=Path, default=DEFAULT_CLAUDE)
     ap.add_argument("--repeat", type=int, default=3)
