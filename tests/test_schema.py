@@ -37,12 +37,12 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> Se
     return settings
 
 
-def _cli(settings: Settings, *args: str, lines: bool = False) -> Any:
+def _cli(settings: Settings, *args: str, lines: bool = False, env: dict[str, str] | None = None) -> Any:
     """`jacked ARGS --json`'s answer (`lines`: a command printing JSON Lines, without `--json`)."""
     from jacked.surfaces.cli.main import app
 
     env = {"CLAUDE_CONFIG_DIR": str(settings.claude_dir), "JACKED_HOME": str(settings.home),
-           "JACKED_USER_NAME": "ada", "JACKED_DAEMON": "off"}
+           "JACKED_USER_NAME": "ada", "JACKED_DAEMON": "off", **(env or {})}
     done = CliRunner().invoke(app, [*args] if lines else [*args, "--json"], env=env)
     assert done.exit_code == 0, (args, done.output)
     return [json.loads(line) for line in done.stdout.splitlines()] if lines else json.loads(done.stdout)
@@ -222,9 +222,35 @@ def test_index_and_forget_reports_validate(indexed: Settings, tmp_path: Path) ->
     index = _cli(copy, "index", sid)
     _valid("index", index)
     assert index["sessions_indexed"] + index["sessions_unchanged"] == 1
+    summarized = _cli(copy, "summarize", "--session", sid)
+    _valid("summarize", summarized)
+    assert summarized["sessions"] == 1 and summarized["session_summaries_written"] == 1
     forget = _cli(copy, "forget", sid, "--yes")
     _valid("forget", forget)
     assert forget["forgotten"] == [sid] and forget["points_deleted"] > 0
+    forgotten = _cli(copy, "forget", "--list")
+    _valid("forgotten", forgotten)
+    assert [t["session_id"] for t in forgotten["forgotten"]] == [sid]
+
+
+def test_install_and_config_answers_validate(tmp_path: Path) -> None:
+    """The writing commands' confirmations, in a Claude directory of their own."""
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    own = load_settings(claude, jacked_home=str(tmp_path / "home"), user_name="ada")
+    codex = {"CODEX_HOME": str(tmp_path / "codex")}
+    answers = {"install": _cli(own, "install"), "agent-install": _cli(own, "install", "--agent", "codex", env=codex),
+               "config-set": _cli(own, "config", "set", "default_max_tokens", "6000"),
+               "config-migrate": _cli(own, "config", "migrate", env={"JACKED_TEAMMATE_WEIGHT": "0.5"}),
+               "config": _cli(own, "config", "--show"), "config-reset": _cli(own, "config", "--reset"),
+               "uninstall": _cli(own, "uninstall"),
+               "agent-uninstall": _cli(own, "uninstall", "--agent", "codex", env=codex)}
+    for name, answer in answers.items():
+        _valid({"uninstall": "install", "agent-uninstall": "agent-install"}.get(name, name), answer)
+    assert answers["install"]["changed"] and set(answers["uninstall"]["actions"].values()) <= {"restored", "removed", "edited"}
+    assert answers["config-set"]["value"] == 6000 and answers["config"]["settings"]["default_max_tokens"]["value"] == 6000
+    assert answers["config-migrate"]["migrated"] and answers["config-reset"]["reset"]
+    assert answers["agent-install"]["changed"] == answers["agent-uninstall"]["changed"]
 
 
 def test_the_schemas_are_closed_and_printed_by_the_cli(indexed: Settings) -> None:

@@ -493,14 +493,8 @@ class ToolDetail(TypedDict):
     top_commands: list[CommandTally]
 
 
-class DayActivity(TypedDict):
+class DayActivity(AgentTotals):
     day: str
-    turns: int
-    sessions: int
-    input_tokens: int
-    output_tokens: int
-    tool_calls: int
-    tool_errors: int
 
 
 class StatsAnswer(TypedDict):
@@ -663,16 +657,21 @@ class ExportRow(SessionRow, TurnsAnswer):
     """One line of `jacked export`: the `sessions --json` row and its `turns --json`."""
 
 
-class FileChangeBrief(TypedDict):
-    turn_index: int | None
-    timestamp: str | None
+class FileDiff(TypedDict):
+    """A change to a file: an Edit, MultiEdit or Write call's (`operation`: edit, write or create)."""
+
     path: str | None
     tool_name: str
-    tool_use_id: str | None
     operation: str
     lines_added: int | None
     lines_removed: int | None
     diff: str | None
+
+
+class FileChangeBrief(FileDiff):
+    turn_index: int | None
+    timestamp: str | None
+    tool_use_id: str | None
 
 
 class ErrorBrief(TypedDict):
@@ -785,15 +784,9 @@ class ActionEvent(EventBase):
     duration_ms: int | None
 
 
-class FileEvent(EventBase):
+class FileEvent(EventBase, FileDiff):
     type: Literal["file"]
-    path: str | None
-    tool_name: str
     tool_use_id: str | None
-    operation: str
-    lines_added: int | None
-    lines_removed: int | None
-    diff: str | None
     before_hash: str | None
     after_hash: str | None
     backup: Backup | None
@@ -867,17 +860,11 @@ class TimelinePage(Page[TimelineEvent]):
     """The MCP `timeline` tool."""
 
 
-class FileChange(TypedDict):
+class FileChange(FileDiff):
     session_id: str
     turn_index: int | None
     timestamp: str | None
-    operation: str
-    tool_name: str
-    path: str | None
     repo_name: str | None
-    lines_added: int | None
-    lines_removed: int | None
-    diff: str | None
     before_hash: str | None
     after_hash: str | None
     backup: Backup | None
@@ -1022,6 +1009,81 @@ class SummaryStatus(TypedDict):
     by_summarizer: dict[str, int]
 
 
+class SummarizeAnswer(TypedDict):
+    """`jacked summarize --json`."""
+
+    sessions: int
+    turn_summaries_written: int
+    turn_summaries_kept: int
+    session_summaries_written: int
+    llm_batches: int
+    llm_failed_turns: int
+    summarizer: str
+    model: str | None
+    errors: list[str]
+    seconds: float
+
+
+class Tombstone(TypedDict):
+    session_id: str
+    reason: str | None
+    forgotten_at: float | None
+    slug: str | None
+
+
+class ForgottenAnswer(TypedDict):
+    """`jacked forget --list --json`: the sessions forgotten so far, oldest first."""
+
+    forgotten: list[Tombstone]
+
+
+class Purged(TypedDict):
+    home: str
+    removed_bytes: int
+
+
+class InstallAnswer(TypedDict):
+    """`jacked install --json`, `jacked uninstall --json` (`actions`: uninstall's, per file)."""
+
+    changed: list[str]
+    unchanged: list[str]
+    backups: list[str]
+    notes: list[str]
+    actions: dict[str, Literal["restored", "removed", "edited"]]
+    backups_removed: list[str]
+    purged: NotRequired[Purged]  # uninstall --purge
+
+
+class AgentInstallAnswer(TypedDict):
+    """`jacked install --agent NAME --json`, `jacked uninstall --agent NAME --json`."""
+
+    agent: str
+    changed: list[str]
+
+
+class ConfigSetAnswer(TypedDict):
+    """`jacked config set KEY VALUE --json`: the value as stored (converted, validated)."""
+
+    key: str
+    value: Any
+    path: str
+
+
+class ConfigMigrateAnswer(TypedDict):
+    """`jacked config migrate --json`: each key written, with where its value came from."""
+
+    migrated: dict[str, str]
+    path: str
+
+
+class ConfigResetAnswer(TypedDict):
+    """`jacked config --reset --json`."""
+
+    reset: bool
+    path: str
+    backup: str | None
+
+
 #: The answers by the name `jacked schema NAME` takes: their JSON shape.
 ANSWERS: dict[str, Any] = {
     "search": SearchAnswer,
@@ -1052,4 +1114,11 @@ ANSWERS: dict[str, Any] = {
     "config": ConfigAnswer,
     "archive": ArchiveAnswer,
     "summarize-status": SummaryStatus,
+    "summarize": SummarizeAnswer,
+    "forgotten": ForgottenAnswer,
+    "install": InstallAnswer,
+    "agent-install": AgentInstallAnswer,
+    "config-set": ConfigSetAnswer,
+    "config-migrate": ConfigMigrateAnswer,
+    "config-reset": ConfigResetAnswer,
 }

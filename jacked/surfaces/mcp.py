@@ -265,9 +265,9 @@ class JackedService:
         turn = next((t for t in data["turns"] if t["index"] == turn_index), None)
         if turn is None:
             raise ValueError(f"session {sid[:8]} has no turn {turn_index} (it has {len(data['turns'])} turns)")
-        invocations = turn.pop("invocations")
-        turn["summary"] = (sums.get(turn_index) or {}).get("text")
-        return page(invocations, offset, limit, extra={"session_id": sid, "turn": clip(turn)})
+        shown = {k: v for k, v in turn.items() if k != "invocations"}
+        shown["summary"] = (sums.get(turn_index) or {}).get("text")
+        return page(turn["invocations"], offset, limit, extra={"session_id": sid, "turn": clip(shown)})
 
     def timeline(self, session_id: str | None = None, types: list[str] | None = None, repo: str | None = None,
                  file: str | None = None, offset: int = 0, limit: int = 50) -> str:
