@@ -19,7 +19,8 @@ from jacked.config import Settings
 from jacked.errors import JackedError
 
 if TYPE_CHECKING:  # the answers' published shapes (jacked.schema, docs/schema.md); never imported at run time
-    from jacked.schema.answers import SearchAnswer, SessionRow, StatusAnswer
+    from jacked.schema.answers import (ExportRow, FileChange, SearchAnswer, SessionRow, StatsAnswer, StatusAnswer,
+                                       TimelineEvent, TurnsAnswer, UsageAnswer)
 
 Progress = Callable[[str, int, int], None]
 SearchFn = Callable[[str, str], list[str]]
@@ -429,12 +430,12 @@ class Jacked:
         """How many sessions `sessions` lists in all."""
         return self.fresh().count_sessions(repo, **_bounds(since, until))
 
-    def turns(self, ref: str) -> dict[str, Any]:
+    def turns(self, ref: str) -> TurnsAnswer:
         """A session's turns with invocations and metrics (the `turns --json` object)."""
         from jacked.query.history import turns_json
 
         catalog, sid = self.session(ref)
-        return turns_json(catalog, sid, self.prices())
+        return cast("TurnsAnswer", turns_json(catalog, sid, self.prices()))
 
     def session_view(self, ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """(session row, turns object) of one session: what `jacked show` prints."""
@@ -443,54 +444,55 @@ class Jacked:
         catalog, sid = self.session(ref)
         return catalog.get_session_row(sid) or {}, turns_json(catalog, sid, self.prices())
 
-    def export(self, refs: list[str] | None = None) -> list[dict[str, Any]]:
+    def export(self, refs: list[str] | None = None) -> list[ExportRow]:
         """One object per session (of `refs`, or all): the `sessions` fields plus its turns."""
         return list(self.export_iter(refs))
 
-    def export_iter(self, refs: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    def export_iter(self, refs: list[str] | None = None) -> Iterator[ExportRow]:
         """`export`, one session at a time (refs are resolved first: a bad one fails before any output)."""
         from jacked.query.history import iter_export_rows
 
         if not refs:
-            return iter_export_rows(self.fresh(), None, self.prices())
-        return iter_export_rows(*self.sessions_of(refs), self.prices())
+            return cast("Iterator[ExportRow]", iter_export_rows(self.fresh(), None, self.prices()))
+        return cast("Iterator[ExportRow]", iter_export_rows(*self.sessions_of(refs), self.prices()))
 
-    def timeline(self, query: Any, session: str | None = None) -> Iterator[dict[str, Any]]:
+    def timeline(self, query: Any, session: str | None = None) -> Iterator[TimelineEvent]:
         """Events of a session or a repo (`query`: a `TimelineQuery`), read as they are consumed.
         `session`: an id, prefix or transcript path to resolve into the query; otherwise its
         `session_id` is used as it is."""
         from jacked.query.timeline import iter_timeline
 
         if session is None:
-            return iter_timeline(self.fresh(), query, self.settings.claude_dir)
+            return cast("Iterator[TimelineEvent]", iter_timeline(self.fresh(), query, self.settings.claude_dir))
         catalog, sid = self.session(session)
-        return iter_timeline(catalog, dataclasses.replace(query, session_id=sid), self.settings.claude_dir)
+        return cast("Iterator[TimelineEvent]",
+                    iter_timeline(catalog, dataclasses.replace(query, session_id=sid), self.settings.claude_dir))
 
-    def file_history(self, path: str, repo: str | None = None) -> list[dict[str, Any]]:
+    def file_history(self, path: str, repo: str | None = None) -> list[FileChange]:
         """What happened to one file, across sessions."""
         from jacked.query.timeline import file_history
 
-        return file_history(self.fresh(), path, self.settings.claude_dir, repo)
+        return cast("list[FileChange]", file_history(self.fresh(), path, self.settings.claude_dir, repo))
 
-    def stats(self, query: Any, session: str | None = None) -> dict[str, Any]:
+    def stats(self, query: Any, session: str | None = None) -> StatsAnswer:
         """Tool use, errors, files and commands (`query`: a `StatsQuery`; `session`: an id, prefix or
         path to resolve into it)."""
         from jacked.query.stats import compute_stats
 
         if session is None:
-            return compute_stats(self.fresh(), query, self.prices())
+            return cast("StatsAnswer", compute_stats(self.fresh(), query, self.prices()))
         catalog, sid = self.session(session)
-        return compute_stats(catalog, dataclasses.replace(query, session_id=sid), self.prices())
+        return cast("StatsAnswer", compute_stats(catalog, dataclasses.replace(query, session_id=sid), self.prices()))
 
-    def usage(self, query: Any, session: str | None = None) -> dict[str, Any]:
+    def usage(self, query: Any, session: str | None = None) -> UsageAnswer:
         """Tokens and cost by day, week, month, session, model, agent, role or repo (`query`: a
         `UsageQuery`; `session`: an id, prefix or path to resolve into it)."""
         from jacked.query.usage import usage_report
 
         if session is None:
-            return usage_report(self.fresh(), query, self.prices())
+            return cast("UsageAnswer", usage_report(self.fresh(), query, self.prices()))
         catalog, sid = self.session(session)
-        return usage_report(catalog, dataclasses.replace(query, session_id=sid), self.prices())
+        return cast("UsageAnswer", usage_report(catalog, dataclasses.replace(query, session_id=sid), self.prices()))
 
     def prices(self) -> Any:
         """The price table: the shipped one with `prices` from jacked.json (a `PriceTable`)."""

@@ -22,10 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from kit import DEEP, REAL
 
 from jacked.config import load_settings
+from jacked.schema import json_schema
 from jacked.surfaces.daemon.client import DaemonClient, connect, open_socket
 from jacked.surfaces.daemon.protocol import DaemonPaths, decode, encode, locate
 
@@ -445,6 +447,7 @@ def test_status_stop_and_sigterm(homes: tuple[Path, Path, Path]) -> None:
     assert jacked(["daemon", "start"], env).returncode == 0
     data = json.loads(jacked(["daemon", "status", "--json"], env).stdout)
     assert {"pid", "socket", "version", "uptime_s", "rss_mb", "queued_writes", "index"} <= set(data)
+    assert not list(jsonschema.Draft202012Validator(json_schema("daemon-status")).iter_errors(data))
     assert oct(DaemonPaths(via_daemon).socket.stat().st_mode & 0o777) == "0o600"
     assert jacked(["daemon", "stop"], env).stdout.strip() == "jacked daemon stopped"
     assert not daemon_pids(via_daemon) and not DaemonPaths(via_daemon).socket.exists()

@@ -37,14 +37,15 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> Se
     return settings
 
 
-def _cli(settings: Settings, *args: str) -> Any:
+def _cli(settings: Settings, *args: str, lines: bool = False, env: dict[str, str] | None = None) -> Any:
+    """`jacked ARGS --json`'s answer (`lines`: a command printing JSON Lines, without `--json`)."""
     from jacked.surfaces.cli.main import app
 
     env = {"CLAUDE_CONFIG_DIR": str(settings.claude_dir), "JACKED_HOME": str(settings.home),
-           "JACKED_USER_NAME": "ada", "JACKED_DAEMON": "off"}
-    done = CliRunner().invoke(app, [*args, "--json"], env=env)
+           "JACKED_USER_NAME": "ada", "JACKED_DAEMON": "off", **(env or {})}
+    done = CliRunner().invoke(app, [*args] if lines else [*args, "--json"], env=env)
     assert done.exit_code == 0, (args, done.output)
-    return json.loads(done.stdout)
+    return [json.loads(line) for line in done.stdout.splitlines()] if lines else json.loads(done.stdout)
 
 
 def _mcp(settings: Settings, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -118,6 +119,11 @@ def test_every_surface_validates_and_agrees(indexed: Settings, tmp_path: Path,
         ("GET", "/api/sessions", {"q": QUERY})])))
 
     assert len(cli["search"]["results"]) >= 3 and len(sessions) >= 3 and cli["restore"]["sections"]
+    (tmp_path / "queries.txt").write_text(f"{QUERY}\nplan mode\n")
+    batch = _cli(indexed, "search", "--batch", str(tmp_path / "queries.txt"), "-n", "5", "--json", lines=True)
+    assert [b["query"] for b in batch] == [QUERY, "plan mode"] and batch[0] == cli["search"]
+    for answer in batch:
+        _valid("search", answer)
     for name, answer in cli.items():
         _valid(name, answer)
     for name, answer in mcp.items():
@@ -142,6 +148,76 @@ def test_every_surface_validates_and_agrees(indexed: Settings, tmp_path: Path,
         k: v for k, v in web["scan"].items() if k != "seconds"}
 
 
+DEEP = "a7da6a22-facc-4fcd-8bab-f83c87862004"  # 2.0.55: plan, subagent, file edits, failed calls
+EDITED = ".gitignore"  # a file DEEP edits (a path suffix, as `file-history` takes it)
+# The web's session page adds to `turns --json`: where each part sits among the turns.
+SESSION_VIEW_EXTRAS = ("session", "plan_turn", "files", "errors", "compactions")
+
+
+def _without(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+def test_the_other_answers_validate_and_agree(indexed: Settings, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """stats, usage, turns, export, timeline, file-history and the MCP tools and web endpoints that
+    give them, on a real session with a plan, a subagent, file edits and failed calls."""
+    from jacked.surfaces.mcp import clip
+
+    monkeypatch.chdir(tmp_path)
+    cli = {"stats": _cli(indexed, "stats"), "stats-tool": _cli(indexed, "stats", "--tool", "Bash"),
+           "stats-session": _cli(indexed, "stats", "--session", DEEP[:8]),
+           "usage": _cli(indexed, "usage", "--by", "day"), "usage-session": _cli(indexed, "usage", "--by", "session"),
+           "turns": _cli(indexed, "turns", DEEP[:8]), "export": _cli(indexed, "export", DEEP[:8], lines=True),
+           "timeline": _cli(indexed, "timeline", DEEP[:8]), "file-history": _cli(indexed, "file-history", EDITED),
+           "sessions": _cli(indexed, "sessions"), "archive": _cli(indexed, "archive"),
+           "summarize-status": _cli(indexed, "summarize", "--status"), "config": _cli(indexed, "config", "--show")}
+    turn = next(t for t in cli["turns"]["turns"] if 3 <= len(t["invocations"]) <= 50)
+    mcp = dict(zip(("session", "turns-page", "turn-page", "timeline-page", "timeline-all", "file-history-page",
+                    "stats", "stats-tool", "sessions-page"), _mcp(indexed, [
+        ("get_session", {"session_id": DEEP[:8]}), ("list_turns", {"session_id": DEEP[:8], "limit": 200}),
+        ("get_turn", {"session_id": DEEP[:8], "turn_index": turn["index"]}),
+        ("timeline", {"session_id": DEEP[:8], "limit": 200}), ("timeline", {"limit": 20}),
+        ("file_history", {"path": EDITED}), ("stats", {}), ("stats", {"tool": "Bash"}),
+        ("list_sessions", {"limit": 200})])))
+    web = dict(zip(("health", "repos", "web-sessions", "session-view", "turns", "stats"), _web(indexed, [
+        ("GET", "/api/health", {}), ("GET", "/api/repos", {}), ("GET", "/api/sessions", {"limit": "500"}),
+        ("GET", f"/api/sessions/{DEEP[:8]}", {}), ("GET", f"/api/sessions/{DEEP[:8]}/turns", {}),
+        ("GET", "/api/stats", {})])))
+
+    named = {"stats-tool": "stats", "stats-session": "stats", "usage-session": "usage", "timeline-all": "timeline-page"}
+    for surface in (cli, mcp, web):
+        for name, answer in surface.items():
+            for one in answer if name == "export" else [answer]:
+                _valid(named.get(name, name), one)
+    # what the checks below stand on: the fixture session has each kind of part
+    assert cli["file-history"] and cli["stats-tool"]["tool_detail"]["calls"] > 0 and cli["turns"]["subagents"]
+    assert {e["type"] for e in cli["timeline"]} >= {"intent", "action", "file", "error", "llm", "subagent"}
+    assert web["health"]["sessions"] == len(cli["sessions"]) and web["repos"]["repos"]
+
+    # The same question, the same JSON. MCP shortens texts over FIELD_CHARS (`clip`), pages lists and
+    # gives the turn's calls as the page's items; the web adds what its pages draw.
+    assert cli["turns"] == web["turns"] == _without(web["session-view"], *SESSION_VIEW_EXTRAS) | {
+        "turns": [t | {"invocations": [_without(i, "duration_ms") for i in t["invocations"]]}
+                  for t in web["session-view"]["turns"]],
+        "subagents": [_without(a, "invocations") for a in web["session-view"]["subagents"]]}
+    row = next(r for r in cli["sessions"] if r["session_id"] == DEEP)
+    assert _without(mcp["session"], "plan", "summary", "subagents", "turns") == row \
+        == _without(web["session-view"]["session"], "age", "version_last")
+    assert cli["export"] == [row | cli["turns"]]
+    assert mcp["turn-page"]["turn"] == clip(_without(turn, "invocations")) | {"summary": mcp["turn-page"]["turn"]["summary"]}
+    assert mcp["turn-page"]["items"] == clip(turn["invocations"]) and mcp["turn-page"]["next_offset"] is None
+    assert [(t["index"], t["tool_call_count"]) for t in mcp["turns-page"]["items"]] == [
+        (t["index"], t["metrics"]["tool_call_count"]) for t in cli["turns"]["turns"]]
+    shown = mcp["timeline-page"]["items"]
+    assert len(shown) > 20 and shown == clip(cli["timeline"][:len(shown)])
+    assert mcp["file-history-page"]["items"] == clip(cli["file-history"])
+    assert mcp["sessions-page"]["items"] == cli["sessions"] == [_without(r, "age") for r in web["web-sessions"]["sessions"]]
+    assert clip(cli["stats"]) == mcp["stats"] and clip(cli["stats-tool"]) == mcp["stats-tool"]
+    assert _without(web["stats"], "over_time", "cost_over_time") == cli["stats"]
+    assert web["stats"]["cost_over_time"] == cli["usage"]["rows"]
+
+
 def test_index_and_forget_reports_validate(indexed: Settings, tmp_path: Path) -> None:
     """The writing commands' reports, on a copy of the index (forgetting changes it)."""
     home = tmp_path / "home"
@@ -151,9 +227,35 @@ def test_index_and_forget_reports_validate(indexed: Settings, tmp_path: Path) ->
     index = _cli(copy, "index", sid)
     _valid("index", index)
     assert index["sessions_indexed"] + index["sessions_unchanged"] == 1
+    summarized = _cli(copy, "summarize", "--session", sid)
+    _valid("summarize", summarized)
+    assert summarized["sessions"] == 1 and summarized["turn_summaries_written"] + summarized["turn_summaries_kept"] > 0
     forget = _cli(copy, "forget", sid, "--yes")
     _valid("forget", forget)
     assert forget["forgotten"] == [sid] and forget["points_deleted"] > 0
+    forgotten = _cli(copy, "forget", "--list")
+    _valid("forgotten", forgotten)
+    assert [t["session_id"] for t in forgotten["forgotten"]] == [sid]
+
+
+def test_install_and_config_answers_validate(tmp_path: Path) -> None:
+    """The writing commands' confirmations, in a Claude directory of their own."""
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    own = load_settings(claude, jacked_home=str(tmp_path / "home"), user_name="ada")
+    codex = {"CODEX_HOME": str(tmp_path / "codex")}
+    answers = {"install": _cli(own, "install"), "agent-install": _cli(own, "install", "--agent", "codex", env=codex),
+               "config-set": _cli(own, "config", "set", "default_max_tokens", "6000"),
+               "config-migrate": _cli(own, "config", "migrate", env={"JACKED_TEAMMATE_WEIGHT": "0.5"}),
+               "config": _cli(own, "config", "--show"), "config-reset": _cli(own, "config", "--reset"),
+               "uninstall": _cli(own, "uninstall"),
+               "agent-uninstall": _cli(own, "uninstall", "--agent", "codex", env=codex)}
+    for name, answer in answers.items():
+        _valid({"uninstall": "install", "agent-uninstall": "agent-install"}.get(name, name), answer)
+    assert answers["install"]["changed"] and set(answers["uninstall"]["actions"].values()) <= {"restored", "removed", "edited"}
+    assert answers["config-set"]["value"] == 6000 and answers["config"]["settings"]["default_max_tokens"]["value"] == 6000
+    assert answers["config-migrate"]["migrated"] and answers["config-reset"]["reset"]
+    assert answers["agent-install"]["changed"] == answers["agent-uninstall"]["changed"]
 
 
 def test_the_schemas_are_closed_and_printed_by_the_cli(indexed: Settings) -> None:

@@ -232,12 +232,13 @@ class JackedService:
         return page(self.jacked.sessions(repo, limit, offset), offset, limit, total=self.jacked.session_count(repo))
 
     def get_session(self, session_id: str) -> str:
-        from jacked.query.history import session_summary
+        from jacked.query.history import session_summary, with_usage
 
         sid, turn_sums, sess = self.jacked.summaries(session_id)
         cat = self.catalog
         row = cat.get_session_row(sid) or {}
-        out = session_summary(row)
+        # the session's row as `jacked sessions --json` gives it (what it cost included)
+        out = with_usage(cat, [session_summary(row)], self.jacked.prices())[0]
         out.update({"plan": row.get("plan"), "summary": sess["text"] if sess else None,
                     "subagents": [{"agent_id": a["agent_id"], "agent_type": a["agent_type"],
                                    "description": a["description"], "turn_index": a["turn_index"]}
@@ -264,9 +265,9 @@ class JackedService:
         turn = next((t for t in data["turns"] if t["index"] == turn_index), None)
         if turn is None:
             raise ValueError(f"session {sid[:8]} has no turn {turn_index} (it has {len(data['turns'])} turns)")
-        invocations = turn.pop("invocations")
-        turn["summary"] = (sums.get(turn_index) or {}).get("text")
-        return page(invocations, offset, limit, extra={"session_id": sid, "turn": clip(turn)})
+        shown = {k: v for k, v in turn.items() if k != "invocations"}
+        shown["summary"] = (sums.get(turn_index) or {}).get("text")
+        return page(turn["invocations"], offset, limit, extra={"session_id": sid, "turn": clip(shown)})
 
     def timeline(self, session_id: str | None = None, types: list[str] | None = None, repo: str | None = None,
                  file: str | None = None, offset: int = 0, limit: int = 50) -> str:

@@ -1,6 +1,7 @@
 """`jacked scan | sessions | turns | export | show`: argument parsing and output formatting only."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from jacked.surfaces.cli.common import (CliError, print_json, print_jsonl, progress_bar, require_projects, service,
@@ -126,7 +127,7 @@ def _one_line(text: str | None) -> str:
     return (text or "").replace("\n", " ").strip()
 
 
-def _metrics_line(t: dict[str, Any]) -> str:
+def _metrics_line(t: Mapping[str, Any]) -> str:
     m = t["metrics"]
     parts = [counted(m.get("tool_call_count", 0), "call"), counted(m.get("tool_error_count", 0), "error")]
     if m.get("files_read"):

@@ -1,6 +1,7 @@
 """`jacked stats`: argument parsing and output formatting only (see `jacked.query.stats`)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from jacked.surfaces.cli.common import print_json, service
@@ -33,7 +34,7 @@ def stats_cmd(
         echo(render(data))
 
 
-def render(d: dict[str, Any]) -> str:
+def render(d: Mapping[str, Any]) -> str:
     """The stats as a few readable blocks."""
     out = [f"{counted(d['sessions'], 'session')}, {counted(d['turns'], 'turn')}, {counted(d['tool_calls'], 'tool call')} "
            f"({d['tool_error_count']} failed)",

@@ -1,6 +1,7 @@
 """`jacked timeline` and `jacked file-history`: argument parsing and output formatting only."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import typer
@@ -42,7 +43,7 @@ def _one(text: Any, n: int = 120) -> str:
     return t if len(t) <= n else t[:n - 1] + "…"
 
 
-def render_event(e: dict[str, Any], cross_session: bool = False) -> str:
+def render_event(e: Mapping[str, Any], cross_session: bool = False) -> str:
     """One event on one line (a file change adds its diff below)."""
     where = (f"{e['session_id'][:8]} " if cross_session else "") + f"#{e['turn_index'] if e['turn_index'] is not None else '-'}"
     head = f"{(e['timestamp'] or '')[:19]:19} {where:>4} {e['type']:<10}"
@@ -76,7 +77,7 @@ def render_event(e: dict[str, Any], cross_session: bool = False) -> str:
     return f"{head} {e}"
 
 
-def snapshot_line(e: dict[str, Any]) -> str:
+def snapshot_line(e: Mapping[str, Any]) -> str:
     """The state a turn started from, in one line."""
     parts = [f"{e.get('cwd') or '?'}", f"branch {e.get('git_branch') or '-'}", f"v{e.get('version') or '?'}",
              f"{e.get('model') or 'model ?'}"]
@@ -103,8 +104,9 @@ def file_history_cmd(
     for c in changes:
         typer.echo(f"{(c['timestamp'] or '')[:19]}  {c['session_id'][:8]} #{c['turn_index']}  {c['operation']:<6} "
                    f"{c['path']}  +{c['lines_added']}/-{c['lines_removed']}")
-        if c.get("diff"):
-            typer.echo("\n".join("    " + ln for ln in c["diff"].splitlines()[:40]))
+        diff = c["diff"]
+        if diff:
+            typer.echo("\n".join("    " + ln for ln in diff.splitlines()[:40]))
 
 
 def register(app: typer.Typer) -> None:

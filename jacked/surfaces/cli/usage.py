@@ -1,6 +1,7 @@
 """`jacked usage`: argument parsing and output formatting only (see `jacked.query.usage`)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import typer
@@ -47,7 +48,7 @@ def _label(by: str, row: dict[str, Any]) -> str:
     return str(key) if key else "-"
 
 
-def render(d: dict[str, Any]) -> str:
+def render(d: Mapping[str, Any]) -> str:
     """A table: one row per key, then the total; a cost left unknown names the unpriced models."""
     by = d["by"]
     head = f"{by:<40} {'calls':>7} {'input':>11} {'output':>11} {'cache write':>12} {'cache read':>13} {'cost':>11}"

@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jacked import __version__ as JACKED_VERSION
 from jacked.catalog import Catalog, ui_queries
@@ -33,6 +33,9 @@ from jacked.query.history import SessionNotFound, resolve_session, session_summa
 from jacked.query.prices import PriceTable
 from jacked.service import Jacked
 from jacked.util.time import TimeParseError, now_utc, parse_since, parse_ts, relative_age
+
+if TYPE_CHECKING:  # the answers' published shapes (jacked.schema)
+    from jacked.schema.answers import DayActivity, StatsAnswer, TurnsAnswer
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
@@ -293,12 +296,12 @@ class UiApi:
             sid = self._resolve(cat, ref)
             return session_detail(cat, sid, self.settings)
 
-    def turns(self, ref: str, params: dict[str, str]) -> dict[str, Any]:
+    def turns(self, ref: str, params: dict[str, str]) -> TurnsAnswer:
         """`GET /api/sessions/{id}/turns`: exactly `jacked turns --json`."""
         with self.service() as jk:
             return jk.turns(self._resolve(jk.catalog, ref))
 
-    def stats(self, params: dict[str, str]) -> dict[str, Any]:
+    def stats(self, params: dict[str, str]) -> StatsAnswer:
         """`GET /api/stats`: `jacked stats --json`, plus per-day series for the time charts."""
         from jacked.query.stats import StatsQuery
         from jacked.query.usage import UsageQuery
@@ -444,12 +447,12 @@ def session_detail(cat: Catalog, sid: str, settings: Settings) -> dict[str, Any]
     return data
 
 
-def over_time(cat: Catalog, q: Any) -> list[dict[str, Any]]:
+def over_time(cat: Catalog, q: Any) -> list[DayActivity]:
     """Per day (UTC, by turn start): turns, sessions, tokens in / out, tool calls and errors."""
     from jacked.query.stats import iso_since
 
     since = iso_since(q.since, q.now)
     try:
-        return ui_queries.turns_per_day(cat, q.repo, q.session_id, since)
+        return cast("list[DayActivity]", ui_queries.turns_per_day(cat, q.repo, q.session_id, since))
     except sqlite3.DatabaseError as e:  # pragma: no cover - a catalog mid-migration
         raise ApiError(503, f"catalog busy: {e}") from None
