@@ -19,6 +19,10 @@ Rules, as Cursor records a chat:
   its `result` (JSON text) an object with a non-empty `error`, or when a terminal command's
   result has a non-zero integer `exitCode`;
 * tokens: every bubble's `tokenCount.inputTokens` / `outputTokens` (integers);
+* Cursor 0.4x kept a workspace's whole composer chats in that workspace database's `ItemTable`
+  key `composer.composerData`: each `allComposers` entry (an object with a `composerId` not
+  already counted) with bubbles of its own (its `conversation` array, else its
+  `conversationMap` values) is a chat of those bubbles (later releases list only headers there);
 * the older chat pane (`ItemTable` key `workbench.panel.aichat.view.aichat.chatdata` of a
   workspace database): each tab with a user bubble (`type` "user") with text is a chat; its turns
   are those bubbles; it has no tool calls.
@@ -119,6 +123,26 @@ def _chats(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _workspace_composers(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in _rows(db, "ItemTable"):
+        if key != "composer.composerData":
+            continue
+        listed = _load(value)
+        for entry in listed.get("allComposers", []) if isinstance(listed, dict) else []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("composerId"), str):
+                continue
+            conversation = entry.get("conversation")
+            if not isinstance(conversation, list) or not conversation:
+                mapping = entry.get("conversationMap")
+                conversation = list(mapping.values()) if isinstance(mapping, dict) else []
+            if entry["composerId"] in seen or not conversation:
+                continue
+            seen.add(entry["composerId"])
+            out[entry["composerId"]] = {**_figures(conversation), "subagents": 0, "subagent_tool_calls": 0}
+    return out
+
+
 def _tabs(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key, value in _rows(db, "ItemTable"):
@@ -150,6 +174,8 @@ def count_dir(user_dir: Path) -> dict[str, Any]:
             usable.append(db)
         except sqlite3.DatabaseError:
             continue  # not a database: nothing to count
+    for db in usable:
+        sessions.update(_workspace_composers(db, seen))
     for db in usable:
         sessions.update(_tabs(db, seen))
     totals = {k: sum(s[k] for s in sessions.values()) for k in
