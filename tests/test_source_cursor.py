@@ -228,25 +228,6 @@ def test_a_composer_row_wins_over_its_entry_in_the_workspace_list(tmp_path: Path
     assert sorted(sessions) == sorted(count_cursor.count_dir(root)["sessions"])
 
 
-def test_real_chats_are_found_by_search(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> None:
-    from jacked.config import load_settings
-    from jacked.query.options import SearchOptions
-    from jacked.service import Jacked
-
-    claude = tmp_path_factory.mktemp("cursor-real-claude")
-    settings = load_settings(claude, jacked_home=str(tmp_path_factory.mktemp("cursor-real-home")), user_name="ada")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("JACKED_CURSOR_DIR", str(REAL))
-        assert Jacked(settings).backfill().errors == []
-        service = Jacked(settings)
-        composer, tab = service.search_many(
-            ["remove the green line appearing in the command window", "native-run ERR_SDK_NOT_FOUND Android SDK root"],
-            SearchOptions(limit=3))
-    assert composer["results"][0]["session_id"] == "b2ee92b8-c589-40ff-9dff-bf3b8f792ff9"
-    assert tab["results"][0]["session_id"] == "33d81a85-badb-4f6e-99b9-96da6038cde9"
-    assert {r["agent"] for r in composer["results"] + tab["results"]} == {"cursor"}
-
-
 def test_written_chat_reads_back(written: Path) -> None:
     sessions, errors = read_all(written)
     assert errors == []
