@@ -94,12 +94,7 @@ def _chats(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     seen.update(composers)
 
     def own(cid: str) -> list[Any]:
-        if bubbles.get(cid):
-            return [b for _, b in bubbles[cid]]
-        data = composers[cid]
-        if isinstance(data.get("conversation"), list) and data["conversation"]:
-            return data["conversation"]
-        return list(data["conversationMap"].values()) if isinstance(data.get("conversationMap"), dict) else []
+        return [b for _, b in bubbles[cid]] if bubbles.get(cid) else _kept_bubbles(composers[cid])
 
     def parent(cid: str) -> Any:
         info = composers[cid].get("subagentInfo")
@@ -123,39 +118,42 @@ def _chats(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _kept_bubbles(data: dict[str, Any]) -> list[Any]:
+    """A chat's bubbles kept in its own value: its `conversation` array, else its `conversationMap` values."""
+    if isinstance(data.get("conversation"), list) and data["conversation"]:
+        return list(data["conversation"])
+    return list(data["conversationMap"].values()) if isinstance(data.get("conversationMap"), dict) else []
+
+
+def _listed(db: Path, key: str, field: str) -> list[dict[str, Any]]:
+    """The objects of the list `field` of the JSON value at `key` of a database's `ItemTable`."""
+    out: list[dict[str, Any]] = []
+    for name, value in _rows(db, "ItemTable"):
+        data = _load(value) if name == key else None
+        if isinstance(data, dict) and isinstance(data.get(field), list):
+            out.extend(item for item in data[field] if isinstance(item, dict))
+    return out
+
+
 def _workspace_composers(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for key, value in _rows(db, "ItemTable"):
-        if key != "composer.composerData":
-            continue
-        listed = _load(value)
-        for entry in listed.get("allComposers", []) if isinstance(listed, dict) else []:
-            if not isinstance(entry, dict) or not isinstance(entry.get("composerId"), str):
-                continue
-            conversation = entry.get("conversation")
-            if not isinstance(conversation, list) or not conversation:
-                mapping = entry.get("conversationMap")
-                conversation = list(mapping.values()) if isinstance(mapping, dict) else []
-            if entry["composerId"] in seen or not conversation:
-                continue
-            seen.add(entry["composerId"])
-            out[entry["composerId"]] = {**_figures(conversation), "subagents": 0, "subagent_tool_calls": 0}
+    for entry in _listed(db, "composer.composerData", "allComposers"):
+        cid = entry.get("composerId")
+        if isinstance(cid, str) and cid not in seen and _kept_bubbles(entry):
+            seen.add(cid)
+            out[cid] = {**_figures(_kept_bubbles(entry)), "subagents": 0, "subagent_tool_calls": 0}
     return out
 
 
 def _tabs(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for key, value in _rows(db, "ItemTable"):
-        if key != "workbench.panel.aichat.view.aichat.chatdata":
+    for tab in _listed(db, "workbench.panel.aichat.view.aichat.chatdata", "tabs"):
+        if tab.get("tabId") in seen or not isinstance(tab.get("bubbles"), list):
             continue
-        pane = _load(value)
-        for tab in pane.get("tabs", []) if isinstance(pane, dict) else []:
-            if not isinstance(tab, dict) or tab.get("tabId") in seen or not isinstance(tab.get("bubbles"), list):
-                continue
-            figures = _figures(tab["bubbles"])
-            if figures["turns"]:
-                seen.add(tab["tabId"])
-                out[tab["tabId"]] = {**figures, "subagents": 0, "subagent_tool_calls": 0}
+        figures = _figures(tab["bubbles"])
+        if figures["turns"]:
+            seen.add(tab["tabId"])
+            out[tab["tabId"]] = {**figures, "subagents": 0, "subagent_tool_calls": 0}
     return out
 
 
