@@ -17,6 +17,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 ROOTS = {  # the variable that points each agent's scan at its real fixture
     "JACKED_CURSOR_DIR": FIXTURES / "cursor" / "real" / "User",
     "CONTINUE_GLOBAL_DIR": FIXTURES / "continue" / "real",
+    "COPILOT_HOME": FIXTURES / "copilot" / "real" / ".copilot",
 }
 CASES = [  # (agent, what someone would search for, the one session that holds it)
     ("cursor", "remove the green line appearing in the command window", "b2ee92b8-c589-40ff-9dff-bf3b8f792ff9"),
@@ -24,6 +25,8 @@ CASES = [  # (agent, what someone would search for, the one session that holds i
     ("continue", "black check line length 88 would reformat", "28fdaafd-5b3a-4342-90db-c3581e27b607"),
     ("continue", "pgai install script SQL syntax error postgres", "67733f7c-959d-4521-b326-779efe1967e7"),
     ("continue", "devcontainer postCreateCommand exit code 126", "e67044fc-0564-442d-b747-50127063ff40"),
+    ("copilot", "how can I tell if the engram server has started up yet", "8baa78ec-b203-4c7f-b1d3-c1170ae84b7d"),
+    ("copilot", "break down feature 007 into epics tasks and subtasks", "07c40cd0-ff51-4d6e-bdcd-ac2f90877203"),
 ]
 
 
