@@ -74,6 +74,32 @@ def test_real_session_start_model_and_subagent() -> None:
     assert real[BREAKDOWN].models == ["claude-opus-4.6"] and real[BREAKDOWN].started_at == "2026-03-20T20:37:18.960Z"
 
 
+def test_a_refused_call_with_no_completion_failed(tmp_path: Path) -> None:
+    """As Copilot CLI 1.0.x logs a refusal (seen in a real, unlicensed log): the call starts, the
+    user denies it, the turn is aborted, and no `tool.execution_complete` follows."""
+    sid = "5e0c1f6a-0000-4000-8000-000000000001"
+    events = [
+        {"type": "session.start", "data": {"sessionId": sid, "context": {"cwd": "/home/dev/api"}}},
+        {"type": "user.message", "data": {"content": "Add a copilot-instructions file"}},
+        {"type": "assistant.message", "data": {"messageId": "m1", "content": "", "toolRequests": [
+            {"toolCallId": "w1", "name": "create", "arguments": {"path": ".github/copilot-instructions.md"}}]}},
+        {"type": "tool.execution_start", "data": {"toolCallId": "w1", "toolName": "create", "arguments": {}}},
+        {"type": "permission.requested", "data": {"requestId": "r1", "permissionRequest": {
+            "kind": "write", "toolCallId": "w1", "intention": "Create file"}}},
+        {"type": "permission.completed", "data": {"requestId": "r1", "toolCallId": "w1",
+                                                  "result": {"kind": "denied-interactively-by-user"}}},
+        {"type": "abort", "data": {"reason": "user_initiated"}},
+    ]
+    folder = tmp_path / ".copilot" / "session-state" / sid
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text("".join(
+        json.dumps({**e, "id": f"e{n}", "timestamp": f"2026-06-08T02:32:{n:02d}.000Z"}) + "\n"
+        for n, e in enumerate(events)), encoding="utf-8")
+    expected = counter.count(tmp_path / ".copilot")
+    assert expected["errors"] == 1
+    assert_agrees_with_count(_read_all(tmp_path / ".copilot"), expected["by_session"])
+
+
 def test_session_context_batch_and_edit(hand: dict[str, Session]) -> None:
     s = hand[API]
     assert (s.cwd, s.repo_name, s.git_branch, s.version_first) == ("/home/dev/api/src", "api", "main", "0.0.400")
