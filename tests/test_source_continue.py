@@ -23,6 +23,7 @@ from jacked.sources.continue_dev.source import ContinueSource
 from jacked.sources.model import Session
 
 HAND = Path(__file__).parent / "fixtures" / "continue" / "hand"
+REAL = Path(__file__).parent / "fixtures" / "continue" / "real"  # real sessions of December 2024
 SOURCE = ContinueSource()
 AGENT, OLDER, EMPTY, CUT = (f"0d7c1a52-{n}-4aaa-8bbb-00000000000{k}" for n, k in
                             (("1111", 1), ("2222", 2), ("3333", 3), ("4444", 4)))
@@ -62,6 +63,29 @@ def test_reading_matches_the_independent_count(hand: dict[str, Session]) -> None
         assert figures(s) == counted["sessions"][sid], sid
     assert counted["totals"] == {"turns": 4, "tool_calls": 6, "errors": 2, "input_tokens": 19500,
                                  "output_tokens": 455, "sessions": 2}
+
+
+def test_real_sessions_match_the_independent_count() -> None:
+    counted = count_continue.count_dir(REAL)
+    sessions, errors = read_all(REAL)
+    assert errors == [] and sorted(sessions) == sorted(counted["sessions"])
+    for sid, s in sessions.items():
+        assert figures(s) == counted["sessions"][sid], sid
+    assert counted["totals"] == {"turns": 6, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0,
+                                 "sessions": 4}
+
+
+def test_real_chat_sessions_of_december_2024() -> None:
+    sessions, _ = read_all(REAL)
+    s = sessions["67733f7c-959d-4521-b326-779efe1967e7"]  # a pasted install log, then "carry on" in Ukrainian
+    assert (s.title, s.cwd, s.started_at, s.models) == (
+        "Fixing SQL syntax error in", "/workspace", "2024-12-20T19:51:09.299Z", ["Mistral Large"])
+    assert s.turns[0].prompt.startswith("install_pgai.sh \ncopying build/lib/ai/secrets.py")
+    assert s.turns[1].prompt == "продовжи з місця де закінчив"
+    assert s.turns[0].assistant_text.startswith("It appears that the installation script for `pgai`")
+    e = sessions["e67044fc-0564-442d-b747-50127063ff40"]  # another folder, another model
+    assert (e.title, e.cwd, e.models) == ("Вирішення помил", "/workspaces/EVOLUTION",
+                                          ["Autodetect - llama-3.2-90b-vision-preview"])
 
 
 def test_prompts_batches_errors_and_rejection(hand: dict[str, Session]) -> None:

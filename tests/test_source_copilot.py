@@ -23,6 +23,8 @@ from kit import agent_module, assert_agrees_with_count, file_snapshot
 
 HERE = Path(__file__).parent
 HAND = HERE / "fixtures" / "copilot" / "hand" / ".copilot"
+REAL = HERE / "fixtures" / "copilot" / "real" / ".copilot"  # Copilot CLI 1.0.10's own logs, March 2026
+FIXING, BREAKDOWN = "8baa78ec-b203-4c7f-b1d3-c1170ae84b7d", "07c40cd0-ff51-4d6e-bdcd-ac2f90877203"
 SOURCE = CopilotSource()
 API = "3f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b"
 LEGACY = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
@@ -49,10 +51,60 @@ def test_counts_match_the_independent_count(hand: dict[str, Session]) -> None:
         {"sessions": 2, "turns": 4, "tool_calls": 6, "errors": 2}
 
 
+def test_real_sessions_match_the_independent_count() -> None:
+    expected = counter.count(REAL)
+    assert_agrees_with_count(_read_all(REAL), expected["by_session"])
+    assert {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")} == \
+        {"sessions": 2, "turns": 5, "tool_calls": 40, "errors": 1}
+
+
+def test_real_session_start_model_and_subagent() -> None:
+    """1.0.10 names the model only on each call's completion (no `assistant.usage`); a subagent's
+    events, with their `agentId`, do not move the session's start."""
+    real = _read_all(REAL)
+    s = real[FIXING]
+    assert (s.started_at, s.models, s.version_first) == ("2026-03-20T19:08:04.591Z", ["claude-opus-4.6"], "1.0.10")
+    assert (s.cwd, s.repo_name, s.git_branch) == ("D:\\Source\\GitHub\\agent-engram", "agent-engram",
+                                                  "007-agent-engineering-refactor")
+    assert [t.prompt[:40] for t in s.turns if t.index >= 1] == [
+        "I'm getting the following errors on load", "How can I tell if the engram server has ",
+        "It's showing that engram connection has ", "And yet engram is still not showing as a"]
+    (explore,) = s.subagents
+    assert (explore.agent_type, explore.turn_index, explore.tool_call_count) == ("explore", 4, 37)
+    assert real[BREAKDOWN].models == ["claude-opus-4.6"] and real[BREAKDOWN].started_at == "2026-03-20T20:37:18.960Z"
+
+
+def test_a_refused_call_with_no_completion_failed(tmp_path: Path) -> None:
+    """As Copilot CLI 1.0.x logs a refusal (seen in a real, unlicensed log): the call starts, the
+    user denies it, the turn is aborted, and no `tool.execution_complete` follows."""
+    sid = "5e0c1f6a-0000-4000-8000-000000000001"
+    events = [
+        {"type": "session.start", "data": {"sessionId": sid, "context": {"cwd": "/home/dev/api"}}},
+        {"type": "user.message", "data": {"content": "Add a copilot-instructions file"}},
+        {"type": "assistant.message", "data": {"messageId": "m1", "content": "", "toolRequests": [
+            {"toolCallId": "w1", "name": "create", "arguments": {"path": ".github/copilot-instructions.md"}}]}},
+        {"type": "tool.execution_start", "data": {"toolCallId": "w1", "toolName": "create", "arguments": {}}},
+        {"type": "permission.requested", "data": {"requestId": "r1", "permissionRequest": {
+            "kind": "write", "toolCallId": "w1", "intention": "Create file"}}},
+        {"type": "permission.completed", "data": {"requestId": "r1", "toolCallId": "w1",
+                                                  "result": {"kind": "denied-interactively-by-user"}}},
+        {"type": "abort", "data": {"reason": "user_initiated"}},
+    ]
+    folder = tmp_path / ".copilot" / "session-state" / sid
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text("".join(
+        json.dumps({**e, "id": f"e{n}", "timestamp": f"2026-06-08T02:32:{n:02d}.000Z"}) + "\n"
+        for n, e in enumerate(events)), encoding="utf-8")
+    expected = counter.count(tmp_path / ".copilot")
+    assert expected["errors"] == 1
+    assert_agrees_with_count(_read_all(tmp_path / ".copilot"), expected["by_session"])
+
+
 def test_session_context_batch_and_edit(hand: dict[str, Session]) -> None:
     s = hand[API]
     assert (s.cwd, s.repo_name, s.git_branch, s.version_first) == ("/home/dev/api/src", "api", "main", "0.0.400")
     assert s.models == ["claude-sonnet-4.5", "gpt-5"] and s.title == "Fix the health route"
+    assert s.started_at == "2026-01-15T10:00:01.000Z"  # not moved by the subagent's events
     assert s.lines_malformed == 1  # the last line, still being written
     assert [t.prompt for t in s.turns] == ["Why does the health check fail?", "Also delete the old logs folder",
                                            "Find every caller of the health route"]

@@ -29,6 +29,7 @@ from jacked.sources.model import Session
 from jacked.sources.registry import SOURCES
 
 HAND = Path(__file__).parent / "fixtures" / "cursor" / "hand" / "User"
+REAL = Path(__file__).parent / "fixtures" / "cursor" / "real" / "User"  # a real Cursor 0.4x workspace database
 SOURCE = CursorSource()
 A, B, C, F = ("aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b",
               "cccccccc-0000-4000-8000-00000000000c", "ffffffff-0000-4000-8000-00000000000f")
@@ -51,6 +52,13 @@ def figures(s: Session) -> dict[str, Any]:
 
 def turn(s: Session, index: int):
     return next(t for t in s.turns if t.index == index)
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, Session]:
+    sessions, errors = read_all(REAL)
+    assert errors == []
+    return sessions
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +100,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # --------------------------------------------------------------------------- against the independent count
-@pytest.mark.parametrize("which", ["hand", "written"])
+@pytest.mark.parametrize("which", ["real", "hand", "written"])
 def test_reading_matches_the_independent_count(which: str, written: Path) -> None:
-    root = HAND if which == "hand" else written
+    root = {"real": REAL, "hand": HAND}.get(which, written)
     counted = count_cursor.count_dir(root)["sessions"]
     sessions, _ = read_all(root)
     assert sorted(sessions) == sorted(counted)
@@ -104,6 +112,10 @@ def test_reading_matches_the_independent_count(which: str, written: Path) -> Non
 
 
 def test_independent_totals_are_the_hand_checked_ones(written: Path) -> None:
+    # real: 26 composers with 41 prompts and 5 chat tabs with 22 (SQLite's json_each over the rows)
+    assert count_cursor.count_dir(REAL)["totals"] == {
+        "turns": 63, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "subagents": 0,
+        "sessions": 31}
     assert count_cursor.count_dir(HAND)["totals"] == {
         "turns": 7, "tool_calls": 7, "errors": 2, "input_tokens": 7500, "output_tokens": 430, "subagents": 1,
         "sessions": 4}
@@ -180,6 +192,40 @@ def test_older_generations_inline_composer_and_chat_pane(hand: dict[str, Session
     assert (tab.title, tab.cwd, tab.models) == ("Paginate a query", "/work/shop-api", ["gpt-4"])
     assert "tab-0002" not in hand  # a tab with no prompt
     assert hand[F].title == "Orphan subagent"  # a subagent chat whose parent is gone stands alone
+
+
+def test_real_composer_chats_kept_in_the_workspace_list(real: dict[str, Session]) -> None:
+    """Cursor 0.4x (2024-11) kept each composer chat whole in its workspace's `composer.composerData`."""
+    s = real["a76419da-5045-4dcb-a1d4-307eab526a30"]
+    assert s.title == "create settings page that enables to enter OpenAI API key,"
+    assert s.started_at.startswith("2024-11-17T03:55:37")
+    assert s.turns[0].prompt == "create settings page that enables to enter OpenAI API key, and switch from light to dark mode"
+    assert s.turns[0].assistant_text.startswith("I'll help you create a settings page with OpenAI API key input")
+    assert [t.prompt for t in s.turns][4] == "change menu name parameters to settings"
+    opened = real["090e988a-b2e3-4fcc-84e0-62a9401ae6ea"]  # the composer's first chat, no name given
+    assert len(opened.turns) == 1 and opened.title is None
+    tab = real["33d81a85-badb-4f6e-99b9-96da6038cde9"]  # beside them, the chat pane's tabs
+    assert (tab.title, tab.models) == ("Android SDK Not Found Error Fix", ["claude-3.5-sonnet"])
+    assert tab.turns[0].prompt.startswith("Unable to find any devices: [fatal] native-run failed")
+
+
+def test_a_composer_row_wins_over_its_entry_in_the_workspace_list(tmp_path: Path) -> None:
+    """Both kept for one chat (an upgrade half done): the `composerData` row is read, once."""
+    root = tmp_path / "User"
+    shutil.copytree(HAND, root)
+    ws_db = next((root / "workspaceStorage").glob("*/state.vscdb"))
+    conn = sqlite3.connect(ws_db)
+    listed = json.loads(conn.execute("SELECT value FROM ItemTable WHERE key = 'composer.composerData'").fetchone()[0])
+    listed["allComposers"].append({"composerId": A, "conversation": [{"type": 1, "bubbleId": "x", "text": "stale"}]})
+    listed["allComposers"].append({"composerId": "0.4x-only", "createdAt": 1731815737024,
+                                   "conversation": [{"type": 1, "bubbleId": "y", "text": "Kept in the list only"}]})
+    conn.execute("UPDATE ItemTable SET value = ? WHERE key = 'composer.composerData'", (json.dumps(listed),))
+    conn.commit()
+    conn.close()
+    sessions, _ = read_all(root)
+    assert sessions[A].turns[0].prompt == "Add input validation to the signup handler"
+    assert [t.prompt for t in sessions["0.4x-only"].turns] == ["Kept in the list only"]
+    assert sorted(sessions) == sorted(count_cursor.count_dir(root)["sessions"])
 
 
 def test_written_chat_reads_back(written: Path) -> None:

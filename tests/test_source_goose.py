@@ -27,6 +27,7 @@ from jacked.sources.goose.source import GooseSource
 from jacked.sources.model import Session
 
 HAND = Path(__file__).parent / "fixtures" / "goose" / "hand"
+REAL = Path(__file__).parent / "fixtures" / "goose" / "real"  # a real database, schema 5, one empty session
 SOURCE = GooseSource()
 AGENT, EMPTY, BROKEN, LEGACY, CUT = "20260101_1", "20260101_2", "20260101_3", "20250301_094500", "20250302_101500"
 SPECS = [
@@ -142,6 +143,22 @@ def test_bad_input_is_counted_and_the_rest_read(hand: dict[str, Session]) -> Non
     broken = hand[BROKEN]  # a row whose JSON is cut
     assert (broken.lines_malformed, [t.assistant_text for t in broken.turns]) == (1, ["All clean."])
     assert hand[EMPTY].message_lines == 0
+
+
+def test_a_real_database_of_schema_5_is_read() -> None:
+    """Goose's own file, without the columns later releases added (`provider_name`, `model_config_json`):
+    its one session, started and left without a message, is found and not listed."""
+    db = sqlite3.connect(f"file:{REAL / 'sessions' / 'sessions.db'}?mode=ro", uri=True)
+    try:
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(5,)]
+        assert "provider_name" not in {row[1] for row in db.execute("PRAGMA table_info(sessions)")}
+    finally:
+        db.close()
+    sessions, errors = read_all(REAL)
+    assert errors == [] and list(sessions) == ["20251202_1"]
+    s = sessions["20251202_1"]
+    assert (s.message_lines, s.turns, s.cwd, s.title) == (0, [], "/Users/jpresley/workspace/tmp/vsl", "CLI Session")
+    assert count_goose.count_dir(REAL)["totals"]["sessions"] == 0
 
 
 def test_written_sessions_read_back(written: Path) -> None:

@@ -11,7 +11,9 @@ Rules, as Copilot CLI logs a session (the Copilot SDK's `session-events.ts`):
   `source` starting with `skill-`, `agent-` or `system`;
 * a tool call is a distinct `toolCallId` among the `toolRequests` of `assistant.message` and the
   `tool.execution_start` / `tool.execution_complete` events; it failed when a
-  `tool.execution_complete` says `success: false`;
+  `tool.execution_complete` says `success: false`, or when the user refused it (a
+  `permission.completed` naming it with `result.kind` "denied-interactively-by-user": Copilot CLI
+  1.0.x then writes no completion for it);
 * tokens per `assistant.usage`: inputTokens - cacheReadTokens, outputTokens, cacheReadTokens.
 """
 from __future__ import annotations
@@ -58,6 +60,10 @@ def count_events(events: list[dict[str, Any]]) -> dict[str, int]:
         elif kind in ("tool.execution_start", "tool.execution_complete") and data.get("toolCallId"):
             calls.add(data["toolCallId"])
             if kind == "tool.execution_complete" and data.get("success") is False:
+                failed.add(data["toolCallId"])
+        elif kind == "permission.completed" and data.get("toolCallId"):
+            result = data.get("result") if isinstance(data.get("result"), dict) else {}
+            if result.get("kind") == "denied-interactively-by-user":
                 failed.add(data["toolCallId"])
         elif kind == "assistant.usage":
             cached = _n(data.get("cacheReadTokens"))

@@ -19,6 +19,10 @@ Rules, as Cursor records a chat:
   its `result` (JSON text) an object with a non-empty `error`, or when a terminal command's
   result has a non-zero integer `exitCode`;
 * tokens: every bubble's `tokenCount.inputTokens` / `outputTokens` (integers);
+* Cursor 0.4x kept a workspace's whole composer chats in that workspace database's `ItemTable`
+  key `composer.composerData`: each `allComposers` entry (an object with a `composerId` not
+  already counted) with bubbles of its own (its `conversation` array, else its
+  `conversationMap` values) is a chat of those bubbles (later releases list only headers there);
 * the older chat pane (`ItemTable` key `workbench.panel.aichat.view.aichat.chatdata` of a
   workspace database): each tab with a user bubble (`type` "user") with text is a chat; its turns
   are those bubbles; it has no tool calls.
@@ -90,12 +94,7 @@ def _chats(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     seen.update(composers)
 
     def own(cid: str) -> list[Any]:
-        if bubbles.get(cid):
-            return [b for _, b in bubbles[cid]]
-        data = composers[cid]
-        if isinstance(data.get("conversation"), list) and data["conversation"]:
-            return data["conversation"]
-        return list(data["conversationMap"].values()) if isinstance(data.get("conversationMap"), dict) else []
+        return [b for _, b in bubbles[cid]] if bubbles.get(cid) else _kept_bubbles(composers[cid])
 
     def parent(cid: str) -> Any:
         info = composers[cid].get("subagentInfo")
@@ -119,19 +118,42 @@ def _chats(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _kept_bubbles(data: dict[str, Any]) -> list[Any]:
+    """A chat's bubbles kept in its own value: its `conversation` array, else its `conversationMap` values."""
+    if isinstance(data.get("conversation"), list) and data["conversation"]:
+        return list(data["conversation"])
+    return list(data["conversationMap"].values()) if isinstance(data.get("conversationMap"), dict) else []
+
+
+def _listed(db: Path, key: str, field: str) -> list[dict[str, Any]]:
+    """The objects of the list `field` of the JSON value at `key` of a database's `ItemTable`."""
+    out: list[dict[str, Any]] = []
+    for name, value in _rows(db, "ItemTable"):
+        data = _load(value) if name == key else None
+        if isinstance(data, dict) and isinstance(data.get(field), list):
+            out.extend(item for item in data[field] if isinstance(item, dict))
+    return out
+
+
+def _workspace_composers(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for entry in _listed(db, "composer.composerData", "allComposers"):
+        cid = entry.get("composerId")
+        if isinstance(cid, str) and cid not in seen and _kept_bubbles(entry):
+            seen.add(cid)
+            out[cid] = {**_figures(_kept_bubbles(entry)), "subagents": 0, "subagent_tool_calls": 0}
+    return out
+
+
 def _tabs(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for key, value in _rows(db, "ItemTable"):
-        if key != "workbench.panel.aichat.view.aichat.chatdata":
+    for tab in _listed(db, "workbench.panel.aichat.view.aichat.chatdata", "tabs"):
+        if tab.get("tabId") in seen or not isinstance(tab.get("bubbles"), list):
             continue
-        pane = _load(value)
-        for tab in pane.get("tabs", []) if isinstance(pane, dict) else []:
-            if not isinstance(tab, dict) or tab.get("tabId") in seen or not isinstance(tab.get("bubbles"), list):
-                continue
-            figures = _figures(tab["bubbles"])
-            if figures["turns"]:
-                seen.add(tab["tabId"])
-                out[tab["tabId"]] = {**figures, "subagents": 0, "subagent_tool_calls": 0}
+        figures = _figures(tab["bubbles"])
+        if figures["turns"]:
+            seen.add(tab["tabId"])
+            out[tab["tabId"]] = {**figures, "subagents": 0, "subagent_tool_calls": 0}
     return out
 
 
@@ -150,6 +172,8 @@ def count_dir(user_dir: Path) -> dict[str, Any]:
             usable.append(db)
         except sqlite3.DatabaseError:
             continue  # not a database: nothing to count
+    for db in usable:
+        sessions.update(_workspace_composers(db, seen))
     for db in usable:
         sessions.update(_tabs(db, seen))
     totals = {k: sum(s[k] for s in sessions.values()) for k in

@@ -18,7 +18,7 @@ their data are those of the Copilot SDK's generated `session-events.ts`
 * `assistant.usage`: one model call's `model`, `inputTokens` (the prompt, its cached part
   included, as OpenAI-style APIs count it), `outputTokens`, `cacheReadTokens`, `cacheWriteTokens`.
 * `tool.execution_start` / `tool.execution_complete`: a call and its result (`success`,
-  `result.content`, `error.message`).
+  `result.content`, `error.message`, and the `model` that asked for it).
 * `abort` (`user_initiated`): an interruption; `permission.completed`: the user's answer to a
   permission prompt (`denied-interactively-by-user`, with the user's `feedback`, is a refusal).
 * `session.compaction_complete` (`summaryContent`), `session.model_change`, `session.error`,
@@ -180,9 +180,9 @@ class CopilotSource:
             if owner and owner not in subs:
                 subs[owner] = _Agent()
                 # an instance id names no call: the subagent is the one started last and not yet seen
-                started = next((sid for sid in sub_info if sid not in linked.values()), None)
-                if owner not in sub_info and started is not None:
-                    linked[owner] = started
+                unclaimed = next((sid for sid in sub_info if sid not in linked.values()), None)
+                if owner not in sub_info and unclaimed is not None:
+                    linked[owner] = unclaimed
             agent = subs[owner] if owner else main
             _event(ev.get("type"), data, ev, ts, agent, meta, sub_info)
             if ev.get("type") == "subagent.started" and owner and _str(data.get("toolCallId")):
@@ -268,6 +268,7 @@ def _event(etype: Any, data: dict[str, Any], ev: dict[str, Any], ts: str | None,
         inv.has_result, inv.result_timestamp = True, ts
         inv.is_error = inv.is_error or data.get("success") is False
         inv.result_brief = head_and_tail(strip_ansi(text), brief_limit(inv.tool_name, inv.is_error))
+        agent.model(_str(data.get("model")))  # 1.0.x names the model only here, with no assistant.usage
         agent.turn(ts)
     elif etype == "permission.completed":
         result = as_object(data.get("result"))

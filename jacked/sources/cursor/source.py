@@ -5,7 +5,8 @@ macOS `~/Library/Application Support/Cursor/User`, Windows `%APPDATA%\\Cursor\\U
 `JACKED_CURSOR_DIR` names another (tests). Under it `globalStorage/state.vscdb` holds the
 composer chats and their bubbles; each `workspaceStorage/<hash>/` a workspace's database (which
 chats are that workspace's, and the older chat pane's tabs) and `workspace.json` (its folder:
-the chats' cwd and repo). See `jacked.sources.cursor.db`.
+the chats' cwd and repo); Cursor 0.4x kept each workspace's composer chats whole, bubbles
+included, in that list. See `jacked.sources.cursor.db`.
 
 Nothing is written: every database is opened read-only. A chat's fingerprint is its composer
 row (size, `lastUpdatedAt`, status, headers) with the count and bytes of its bubble rows and of
@@ -17,6 +18,7 @@ import hashlib
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -82,6 +84,7 @@ class CursorSource:
     def discover(self, root: Path, errors: list[str]) -> Iterable[FoundSession]:
         owners: dict[str, Workspace] = {}  # composer id -> its workspace
         workspaces: list[Workspace] = []
+        kept_inline: list[tuple[Workspace, dict[str, Any]]] = []  # Cursor 0.4x: whole chats in the list
         for db_path in workspace_dbs(root):
             ws = Workspace(db_path)
             workspaces.append(ws)
@@ -94,10 +97,16 @@ class CursorSource:
             for entry in as_object(listed).get("allComposers") or []:
                 if isinstance(entry, dict) and isinstance(entry.get("composerId"), str):
                     owners.setdefault(entry["composerId"], ws)
+                    if inline_bubbles(entry):
+                        kept_inline.append((ws, entry))
         seen: set[str] = set()
         for db_path in [root / GLOBAL_DB, *(ws.db for ws in workspaces)]:
             if db_path.is_file():
                 yield from self._composers(db_path, owners, seen, errors)
+        for ws, entry in kept_inline:
+            if entry["composerId"] not in seen:  # a `composerData` row, where there is one, wins
+                seen.add(entry["composerId"])
+                yield self._workspace_composer(ws, entry)
         for ws in workspaces:
             yield from self._chat_tabs(ws, seen, errors)
 
@@ -132,6 +141,14 @@ class CursorSource:
                 "db": db_path, "locked": locked, "members": [cid, *tree], "parents": {m: rows[m].parent for m in tree},
                 "cwd": ws.folder if ws else None, "project_dir": ws.hash if ws else ""})
 
+    @staticmethod
+    def _workspace_composer(ws: Workspace, entry: dict[str, Any]) -> FoundSession:
+        """A chat Cursor 0.4x kept whole in its workspace's `composer.composerData` list."""
+        cid = entry["composerId"]
+        fingerprint = hashlib.blake2b(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS), digest_size=12).hexdigest()
+        return FoundSession(cid, f"{ws.db.absolute()}#{cid}", [ws.db], fingerprint,
+                            extra={"composer": entry, "cwd": ws.folder, "project_dir": ws.hash})
+
     def _chat_tabs(self, ws: Workspace, seen: set[str], errors: list[str]) -> Iterator[FoundSession]:
         """The chat pane of releases before the composer: one session per tab with a prompt."""
         try:
@@ -152,17 +169,16 @@ class CursorSource:
                                extra={"tab": tab, "cwd": ws.folder, "project_dir": ws.hash})
 
     def read(self, found: FoundSession) -> Session:
-        location = found.location
         tab = found.extra.get("tab")
         cwd: str | None = found.extra.get("cwd")
         project_dir = str(found.extra.get("project_dir") or "")
         if isinstance(tab, dict):
             data = {"name": tab.get("chatTitle"), "createdAt": tab.get("lastSendTime"),
                     "lastUpdatedAt": tab.get("lastSendTime")}
-            bubbles = tab.get("bubbles") or []
-            chat = RawChat(found.session_id, location, data, [b for b in bubbles if isinstance(b, dict)], cwd,
-                           project_dir, records=len(bubbles), malformed=sum(not isinstance(b, dict) for b in bubbles))
-            return build_session(chat)
+            return build_session(_kept_chat(found, data, tab.get("bubbles") or [], cwd, project_dir, rows=0))
+        listed = found.extra.get("composer")
+        if isinstance(listed, dict):  # its entry in the list counts as one record more
+            return build_session(_kept_chat(found, listed, inline_bubbles(listed), cwd, project_dir, rows=1))
         db_path: Path = found.extra["db"]
         members: list[str] = found.extra["members"]
         parents: dict[str, str | None] = found.extra["parents"]
@@ -181,6 +197,13 @@ class CursorSource:
             if parent in chats and cid in chats:
                 chats[parent].children.append(chats[cid])
         return build_session(chats[found.session_id])
+
+
+def _kept_chat(found: FoundSession, data: dict[str, Any], bubbles: list[Any], cwd: str | None, project_dir: str,
+               rows: int) -> RawChat:
+    """A chat whose bubbles are kept in one value (a chat-pane tab, a 0.4x list entry)."""
+    return RawChat(found.session_id, found.location, data, [b for b in bubbles if isinstance(b, dict)], cwd,
+                   project_dir, records=len(bubbles) + rows, malformed=sum(not isinstance(b, dict) for b in bubbles))
 
 
 def _tree(root: str, children: dict[str, list[str]]) -> list[str]:
