@@ -144,6 +144,20 @@ def test_scan_is_incremental_and_never_writes(tmp_path: Path) -> None:
                                    "enabled": True, "sessions": 2}
 
 
+def test_conversations_never_pass_for_copies_of_each_other(tmp_path: Path) -> None:
+    # Event ids restart at 0 in every conversation: a turn is not a copy of another
+    # conversation's turn that has the same id (copies are left out of totals and the index).
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    cat = Catalog(tmp_path / "catalog.db")
+    Scanner(cat, claude, agents={"openhands": REAL}).scan()
+    counted = count_openhands.count_dir(REAL)["sessions"]
+    for sid, want in counted.items():
+        row = cat.get_session_row(sid)
+        assert row is not None
+        assert (row["tool_call_count"], row["output_tokens"]) == (want["tool_calls"], want["output_tokens"]), sid
+
+
 def test_default_folder_and_overrides() -> None:
     assert SOURCE.default_root({"HOME": "/home/u"}) == Path("/home/u/.openhands")
     assert SOURCE.default_root({"FILE_STORE_PATH": "/srv/oh", "HOME": "/home/u"}) == Path("/srv/oh")

@@ -44,7 +44,7 @@ from jacked.sources.opencode.build import diff_counts
 from jacked.sources.paths import home_dir, repo_name_of
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 MAX_EVENT_BYTES = 32 << 20
 MAX_TEXT_CHARS = 200_000
 NOT_CALLS = frozenset({"message", "finish", "system", "start", "recall", "condensation", "condensation_request",
@@ -157,7 +157,7 @@ class OpenHandsSource:
         folder: Path = found.extra["folder"]
         events, records, malformed = read_events(folder)
         meta = as_object(_load(folder / "metadata.json"))
-        builder = _Builder()
+        builder = _Builder(found.session_id)
         for event in events:
             builder.feed(event)
         turns = builder.finish()
@@ -179,7 +179,8 @@ class OpenHandsSource:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
         self.turns: list[Turn] = []
         self.texts: list[TextUnit] = []
         self.models: list[str] = []
@@ -224,7 +225,10 @@ class _Builder:
             if text is not None:
                 index = self.turns[-1].index + 1 if self.turns else 1
                 self.turns.append(Turn(index=index, prompt=text[:MAX_TEXT_CHARS], started_at=ts, ended_at=ts,
-                                       started_by="prompt", prompt_uuid=str(event.get("id"))))
+                                       started_by="prompt",
+                                       # event ids restart at 0 in every conversation: the id alone
+                                       # would make turns of others look like copies of this one
+                                       prompt_uuid=f"{self.conversation_id}/{event.get('id')}"))
             self._touch(self._turn(ts), ts)
             return
         if source != "agent" or (action in NOT_CALLS and action not in ("message", "finish") and not self.turns):
