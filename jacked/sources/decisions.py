@@ -31,6 +31,8 @@ import hashlib
 import re
 from typing import Any
 
+from jacked.sources.model import Invocation, TurnEvent
+
 REJECT_PREFIX = "The user doesn't want to proceed with this tool use"
 CANCEL_PREFIX = "The user doesn't want to take this action right now"  # a parallel call stopped with a rejection
 INTERRUPT_PREFIX = "[Request interrupted by user"
@@ -234,6 +236,20 @@ def correction_cue(prompt: str | None) -> str | None:
         return None
     m = _KEPT.search(" ".join(text.split()))
     return m.group(0).strip() if m else None
+
+
+# ---------------------------------------------------------------------------------- the other agents
+def tool_rejected(ts: str | None, call: Invocation, reason: str | None = None) -> TurnEvent:
+    """A `feedback` event: the user refused `call` (the agents' readers other than Claude Code's)."""
+    return TurnEvent("feedback", ts, {"kind": "tool_rejected", "tool_name": call.tool_name,
+                                      "tool_use_id": call.tool_use_id, "target": call.command or call.file_path,
+                                      "reason": _clip(reason)})
+
+
+def interrupted(ts: str | None, running: Invocation | None = None) -> TurnEvent:
+    """A `feedback` event: the user stopped the turn (while `running` ran, when one did)."""
+    return TurnEvent("feedback", ts, {"kind": "interrupted", "tool_name": running.tool_name if running else None,
+                                      "tool_use_id": running.tool_use_id if running else None})
 
 
 # ---------------------------------------------------------------------------------- texts
