@@ -246,6 +246,12 @@ def tool_rejected(ts: str | None, call: Invocation, reason: str | None = None) -
                                       "reason": _clip(reason)})
 
 
+def tool_approved(ts: str | None, call: Invocation) -> TurnEvent:
+    """A `decision` event: the user let `call` run when asked."""
+    return TurnEvent("decision", ts, {"kind": "approval", "outcome": "approved", "tool_name": call.tool_name,
+                                      "tool_use_id": call.tool_use_id, "target": call.command or call.file_path})
+
+
 def interrupted(ts: str | None, running: Invocation | None = None) -> TurnEvent:
     """A `feedback` event: the user stopped the turn (while `running` ran, when one did)."""
     return TurnEvent("feedback", ts, {"kind": "interrupted", "tool_name": running.tool_name if running else None,
@@ -276,6 +282,11 @@ def decision_text(data: dict[str, Any]) -> str | None:
         if data.get("outcome") == "rejected":
             return f"Plan rejected: {title}" + (f". Reason: {data['reason']}" if data.get("reason") else "")
         return f"Plan approved: {title}"
+    if kind == "approval":  # the other agents' permission prompts, answered yes
+        if data.get("question"):
+            return f"Approved: {data['question']}" + (f" → {data['answer']}" if data.get("answer") else "")
+        target = f" {data['target']}" if data.get("target") else ""
+        return f"Approved {data.get('tool_name') or 'tool call'}{target}"
     if kind == "plan_mode":
         return "Entered plan mode" if data.get("outcome") == "entered" else "Declined to enter plan mode"
     if kind == "todos":
