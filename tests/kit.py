@@ -161,6 +161,9 @@ def assert_agrees_with_count(sessions: dict[str, Any], by_session: dict[str, dic
             assert sum(getattr(t.metrics, key) for t in s.turns) == want[key], (sid, key)
         if "rejected" in want:  # the counters that count the user's refusals and interruptions
             assert feedback_counts(s) == (want["rejected"], want["interrupted"]), sid
+        if "approved" in want:
+            assert sum(e.data["kind"] == "approval" for t in s.turns for e in t.events if e.type == "decision") \
+                == want["approved"], sid
 
 
 def feedback_counts(session: Any) -> tuple[int, int]:
