@@ -413,9 +413,17 @@ def test_pre_2_0_layout_session_table_with_session_message(tmp_path: Path) -> No
     assert figures(sessions[TOOLS]) == count_opencode.count_dir(root)["sessions"][TOOLS]
 
 
+def _with_2x_records(root: Path, rows: list[tuple[str, str, int, str]]) -> Session:
+    """The TUI session of a copy of REAL2 with these `session_message` rows (id, type, seq, data) added."""
+    conn = sqlite3.connect(root / "opencode.db")
+    conn.executemany(f"INSERT INTO session_message VALUES (?, '{TUI}', ?, ?, 1790118430000, 1790118430000, ?)", rows)
+    conn.commit()
+    conn.close()
+    return read_all(root)[0][TUI]
+
+
 def test_2x_records_being_written_unknown_or_cut(tmp_path: Path) -> None:
     root = _real2_copy(tmp_path)
-    conn = sqlite3.connect(root / "opencode.db")
     rows = [("msg_zz1", "user", 200, '{"text": "One more thing", "time": {"created": 1790118430000}}'),
             ("msg_zz2", "assistant", 201, json.dumps({  # a step still streaming: a call with its input so far
                 "agent": "plan", "model": {"id": "big-pickle"}, "time": {"created": 1790118430100},
@@ -424,11 +432,7 @@ def test_2x_records_being_written_unknown_or_cut(tmp_path: Path) -> None:
                             {"type": "hologram"}]})),
             ("msg_zz3", "future-record", 202, "{}"),
             ("msg_zz4", "user", 203, '{"text": "cut')]
-    conn.executemany(f"INSERT INTO session_message VALUES (?, '{TUI}', ?, ?, 1790118430000, 1790118430000, ?)",
-                     [(i, k, q, d) for i, k, q, d in rows])
-    conn.commit()
-    conn.close()
-    s = read_all(root)[0][TUI]
+    s = _with_2x_records(root, rows)
     t5 = turn(s, 5)
     assert t5.prompt == "One more thing"
     (call,) = t5.invocations
@@ -440,7 +444,6 @@ def test_2x_refusal_and_interruption(tmp_path: Path) -> None:
     # 2.x records: a call whose permission prompt was rejected, then the turn stopped (`idle`
     # with outcome interrupted) while a call still ran; the counter and jacked agree
     root = _real2_copy(tmp_path)
-    conn = sqlite3.connect(root / "opencode.db")
     rejected = {"status": "error", "input": {"command": "rm -rf build"},
                 "error": {"message": "The user rejected permission to use this specific tool call."}}
     rows = [("msg_zy1", "user", 300, '{"text": "Wipe the build folder", "time": {"created": 1790118440000}}'),
@@ -450,11 +453,7 @@ def test_2x_refusal_and_interruption(tmp_path: Path) -> None:
                             {"type": "tool", "id": "call_zy2", "name": "shell",
                              "state": {"status": "running", "input": {"command": "make clean"}}}]})),
             ("msg_zy3", "idle", 302, '{"outcome": "interrupted", "time": {"created": 1790118450000}}')]
-    conn.executemany(f"INSERT INTO session_message VALUES (?, '{TUI}', ?, ?, 1790118440000, 1790118440000, ?)",
-                     [(i, k, q, d) for i, k, q, d in rows])
-    conn.commit()
-    conn.close()
-    s = read_all(root)[0][TUI]
+    s = _with_2x_records(root, rows)
     last = s.turns[-1]
     assert [(e.data["kind"], e.data["tool_name"], e.data["tool_use_id"]) for e in last.events] == [
         ("tool_rejected", "shell", "call_zy1"), ("interrupted", "shell", "call_zy2")] and last.interrupted

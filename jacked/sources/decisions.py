@@ -31,7 +31,7 @@ import hashlib
 import re
 from typing import Any
 
-from jacked.sources.model import Invocation, TurnEvent
+from jacked.sources.model import Invocation, Turn, TurnEvent
 
 REJECT_PREFIX = "The user doesn't want to proceed with this tool use"
 CANCEL_PREFIX = "The user doesn't want to take this action right now"  # a parallel call stopped with a rejection
@@ -256,6 +256,13 @@ def interrupted(ts: str | None, running: Invocation | None = None) -> TurnEvent:
     """A `feedback` event: the user stopped the turn (while `running` ran, when one did)."""
     return TurnEvent("feedback", ts, {"kind": "interrupted", "tool_name": running.tool_name if running else None,
                                       "tool_use_id": running.tool_use_id if running else None})
+
+
+def mark_interrupted(turn: Turn, ts: str | None, running: Invocation | None = None) -> None:
+    """The user stopped `turn`: marked so, with one `interrupted` feedback however many records say it."""
+    if not turn.interrupted:
+        turn.interrupted = True
+        turn.events.append(interrupted(ts, running))
 
 
 # ---------------------------------------------------------------------------------- texts

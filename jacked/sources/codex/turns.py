@@ -57,7 +57,7 @@ from jacked.sources.codex.records import (
     prompt_key,
     text_of_content,
 )
-from jacked.sources.decisions import interrupted, tool_rejected
+from jacked.sources.decisions import mark_interrupted, tool_rejected
 from jacked.sources.metrics import compute_metrics, elapsed_ms
 from jacked.sources.model import READ_TOOLS, SHELL_TOOLS, Invocation, LlmCall, TextUnit, Turn, TurnEvent
 from jacked.sources.textclean import strip_ansi
@@ -435,10 +435,9 @@ class RolloutBuilder:
             if isinstance(p.get("turn_id"), str) and p["turn_id"]:
                 self._turn_id(p["turn_id"])
         elif etype == "turn_aborted":
-            if self.cur is not None and p.get("reason") in (None, "interrupted") and not self.cur.interrupted:
-                self.cur.interrupted = True
+            if self.cur is not None and p.get("reason") in (None, "interrupted"):
                 running = next((i for i in reversed(self.cur.invocations) if not i.has_result), None)
-                self.cur.events.append(interrupted(ts, running))
+                mark_interrupted(self.cur, ts, running)
         elif etype == "context_compacted":
             self._compaction_mark(ts, event=not self._compaction_just_noted)
         elif etype == "thread_name_updated":

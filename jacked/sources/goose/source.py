@@ -47,7 +47,7 @@ import orjson
 
 from jacked.sources.base import FoundSession, stat_fingerprint
 from jacked.sources.briefs import brief_input, brief_limit, head_and_tail
-from jacked.sources.decisions import interrupted, tool_approved, tool_rejected
+from jacked.sources.decisions import mark_interrupted, tool_approved, tool_rejected
 from jacked.sources.goose.db import GooseDb
 from jacked.sources.metrics import finish_turns
 from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn
@@ -320,9 +320,7 @@ class _Builder:
         if declined:
             turn.events.append(tool_rejected(at, inv))
         elif text.startswith(INTERRUPTED):
-            if not turn.interrupted:
-                turn.interrupted = True
-                turn.events.append(interrupted(at, inv))
+            mark_interrupted(turn, at, inv)
         elif inv.tool_use_id in self.asked:  # the user was asked, and let it run
             turn.events.append(tool_approved(at, inv))
 

@@ -44,7 +44,7 @@ from datetime import datetime, UTC
 from typing import Any
 
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
-from jacked.sources.decisions import interrupted, tool_rejected
+from jacked.sources.decisions import mark_interrupted, tool_rejected
 from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
 from jacked.sources.model import (
     AGENT_TOOLS,
@@ -495,14 +495,11 @@ def _usage(call: LlmCall, tokens: Any, only_if_any: bool = False, cost: Any = No
 
 
 def _interrupt(turn: Turn, ts: str | None) -> None:
-    """The user stopped the turn: one `interrupted` feedback naming the call left unfinished (opencode
-    ends a running call as an error "Tool execution aborted")."""
-    if turn.interrupted:
-        return
-    turn.interrupted = True
+    """The user stopped the turn, naming the call left unfinished (opencode ends a running call as an
+    error "Tool execution aborted")."""
     running = next((i for i in reversed(turn.invocations) if not i.has_result
                     or i.is_error and "aborted" in (i.result_brief or "")[:100].lower()), None)
-    turn.events.append(interrupted(ts, running))
+    mark_interrupted(turn, ts, running)
 
 
 def _tool_part(p: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from jacked.sources.base import FoundSession, stat_fingerprint
-from jacked.sources.decisions import interrupted, tool_approved, tool_rejected
+from jacked.sources.decisions import mark_interrupted, tool_approved, tool_rejected
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.metrics import finish_turns
 from jacked.sources.model import Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
@@ -325,10 +325,9 @@ class _Builder:
         turn = self.turns[-1]
         self._touch(turn, ts)
         if observation == "agent_state_changed":
-            if extras.get("agent_state") in INTERRUPTED_STATES and turn.index >= 1 and not turn.interrupted:
+            if extras.get("agent_state") in INTERRUPTED_STATES and turn.index >= 1:
                 running = next((i for i in reversed(turn.invocations) if not i.has_result), None)
-                turn.interrupted = True
-                turn.events.append(interrupted(ts, running))
+                mark_interrupted(turn, ts, running)
             return
         if observation == "run" and self.cwd is None:
             self.cwd = nonblank(as_object(extras.get("metadata")).get("working_dir"))
