@@ -159,6 +159,17 @@ def assert_agrees_with_count(sessions: dict[str, Any], by_session: dict[str, dic
         assert (len(calls), sum(i.is_error for i in calls)) == (want["tool_calls"], want["errors"]), sid
         for key in ("input_tokens", "output_tokens", "cache_read_tokens"):
             assert sum(getattr(t.metrics, key) for t in s.turns) == want[key], (sid, key)
+        if "rejected" in want:  # the counters that count the user's refusals and interruptions
+            assert feedback_counts(s) == (want["rejected"], want["interrupted"]), sid
+        if "approved" in want:
+            assert sum(e.data["kind"] == "approval" for t in s.turns for e in t.events if e.type == "decision") \
+                == want["approved"], sid
+
+
+def feedback_counts(session: Any) -> tuple[int, int]:
+    """(calls the user refused, interruptions) of a session, from its `feedback` events."""
+    kinds = [e.data["kind"] for t in session.turns for e in t.events if e.type == "feedback"]
+    return kinds.count("tool_rejected"), kinds.count("interrupted")
 
 
 def file_snapshot(root: Path) -> dict[str, tuple[bytes, int]]:

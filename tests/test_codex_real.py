@@ -37,8 +37,10 @@ def read_all(root: Path) -> dict[str, Session]:
 def figures(s: Session) -> dict[str, Any]:
     """jacked's reading in the independent count's terms: prompts, calls, failed calls."""
     invs = [i for t in s.turns for i in t.invocations]
+    feedback = [e.data["kind"] for t in s.turns for e in t.events if e.type == "feedback"]
     return {"turns": sum(1 for t in s.turns if t.started_by == "prompt"), "tool_calls": len(invs),
-            "errors": sum(i.is_error for i in invs)}
+            "errors": sum(i.is_error for i in invs), "rejected": feedback.count("tool_rejected"),
+            "interrupted": feedback.count("interrupted")}
 
 
 def turn(s: Session, index: int) -> Turn:
@@ -65,8 +67,10 @@ def test_reading_matches_the_independent_count(root: Path) -> None:
 
 def test_independent_totals_are_the_hand_checked_ones() -> None:
     # real: 1 + 2 + 1 + 2 prompts; 5 MCP + 1 wc + 13 (6 exec, 3 apply_patch, tool_search, spawn/wait/close_agent)
-    assert count_codex.count_dir(REAL)["totals"] == {"turns": 6, "tool_calls": 19, "errors": 1, "sessions": 4}
-    assert count_codex.count_dir(HOME)["totals"] == {"turns": 9, "tool_calls": 16, "errors": 2, "sessions": 5}
+    assert count_codex.count_dir(REAL)["totals"] == {"turns": 6, "tool_calls": 19, "errors": 1, "rejected": 0,
+                                                     "interrupted": 0, "sessions": 4}
+    assert count_codex.count_dir(HOME)["totals"] == {"turns": 11, "tool_calls": 19, "errors": 4, "rejected": 2,
+                                                     "interrupted": 2, "sessions": 6}
 
 
 @pytest.mark.xfail(strict=True, reason=(

@@ -5,7 +5,8 @@ Fixtures: `tests/fixtures/codex/home` is a CODEX_HOME written after the records 
 `codex-rs/protocol` and public real rollouts: an enveloped session of 0.46 (three turns,
 parallel calls, apply_patch, an interruption, a compaction, a rename), a fork of its first
 turn, a legacy session of May 2025 (bare items, `record_type: state`), a 0.149 session
-(`ordinal`, prompts as `item_completed`, a plan) and, archived, the subagent it spawned.
+(`ordinal`, prompts as `item_completed`, a plan) and, archived, the subagent it spawned; a
+session of refused calls (a shell command and a patch the user declined) and an interruption.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ FORK = "0199a219-0000-7000-8000-00000000f0c1"
 LEGACY = "5973b6c0-94b8-487b-a530-2aeb6098ae0e"
 NEWEST = "01a08d46-8735-7c00-b558-f23eb1ce6cbc"
 CHILD = "01a08d50-0000-7c00-8000-00000000c41d"
+REFUSED = "0199a7a0-4b1e-7c00-9d2a-5e1f0c3b8a71"
 SOURCE = CodexSource()
 
 
@@ -75,7 +77,7 @@ def test_registered_with_its_folder_from_codex_home() -> None:
 def test_discovers_dated_flat_and_archived_rollouts_once_each(tmp_path: Path) -> None:
     errors: list[str] = []
     found = {f.session_id: f for f in SOURCE.discover(HOME, errors)}
-    assert sorted(found) == sorted([MODERN, FORK, LEGACY, NEWEST, CHILD]) and errors == []
+    assert sorted(found) == sorted([MODERN, FORK, LEGACY, NEWEST, CHILD, REFUSED]) and errors == []
     assert "archived_sessions" in found[CHILD].location and found[LEGACY].files[0].parent.name == "sessions"
     # the same session live and archived: read once, from its larger copy
     root = tmp_path / "home"
@@ -218,11 +220,12 @@ def test_ingest_counts_copied_turns_once(tmp_path: Path, monkeypatch: pytest.Mon
     (tmp_path / "claude").mkdir()
     j = Jacked(load_settings(tmp_path / "claude", jacked_home=str(tmp_path / "home"), user_name="ada"))
     listed = {s["session_id"]: s for s in j.sessions()}
-    assert set(listed) == {MODERN, FORK, LEGACY, NEWEST, CHILD} and {s["agent"] for s in listed.values()} == {"codex"}
+    assert set(listed) == {MODERN, FORK, LEGACY, NEWEST, CHILD, REFUSED} \
+        and {s["agent"] for s in listed.values()} == {"codex"}
     stats = j.stats(StatsQuery())
-    assert stats["turns"] == 8  # 10 turns, of which the fork's and the subagent's copies count once
-    assert stats["by_agent"]["codex"]["tool_calls"] == 12
-    assert stats["by_agent"]["codex"]["input_tokens"] == 61500 + 15000 + 16600 + 10200
+    assert stats["turns"] == 10  # 12 turns, of which the fork's and the subagent's copies count once
+    assert stats["by_agent"]["codex"]["tool_calls"] == 15
+    assert stats["by_agent"]["codex"]["input_tokens"] == 61500 + 15000 + 16600 + 10200 + 21100
 
 
 # ----------------------------------------------------------------------------- rules on small rollouts
@@ -428,3 +431,17 @@ def test_install_and_uninstall_in_codex_home(tmp_path: Path) -> None:
     assert 'args = ["-m", "jacked.surfaces.cli.main", "mcp"]' in config.read_text()
     codex_install.uninstall(env)
     assert not config.exists()
+
+
+def test_refused_calls_and_interruptions_are_feedback() -> None:
+    # What Codex tells the model of a declined call, and a `patch_apply_end` written before the
+    # output saying `declined`: one refusal each; `turn_aborted` names the call left running.
+    s = _sessions()[REFUSED]
+    t1, t2 = s.turns
+    assert [(e.type, e.data["kind"], e.data["tool_name"], e.data["target"]) for e in t1.events] == [
+        ("feedback", "tool_rejected", "shell", "rm -rf build"), ("feedback", "tool_rejected", "apply_patch", "pyproject.toml")]
+    assert all(i.is_error for i in t1.invocations) and (t1.invocations[1].lines_added, t1.interrupted) == (0, False)
+    assert [(e.data["kind"], e.data["tool_name"]) for e in t2.events] == [("interrupted", "shell")] and t2.interrupted
+    modern = _sessions()[MODERN]
+    assert [e.data for t in modern.turns for e in t.events if e.type == "feedback"] == [
+        {"kind": "interrupted", "tool_name": None, "tool_use_id": None}]

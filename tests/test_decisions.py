@@ -470,3 +470,15 @@ def test_decisions_are_searchable_and_an_upgrade_embeds_only_them(dense_embedder
     assert res[0]["matches"][0]["content_type"] == "decision" and "Also .tgz" in res[0]["matches"][0]["text"]
     why = search_many(settings, ["pyproject script name"], SearchOptions(types=["decision"], limit=3))[0]["results"]
     assert why[0]["session_id"] == CODERABBIT and "Plan rejected" in why[0]["matches"][0]["text"]
+
+
+def test_the_other_agents_approvals_read_as_one_line() -> None:
+    # approvals other agents record (a permission prompt answered yes): said in the timeline, turns
+    # view and retrieve as Claude Code's decisions are
+    from jacked.sources.decisions import decision_text
+
+    assert decision_text({"kind": "approval", "outcome": "approved", "tool_name": "execute_bash",
+                          "target": "npm ci"}) == "Approved execute_bash npm ci"
+    assert decision_text({"kind": "approval", "tool_name": None, "target": None}) == "Approved tool call"
+    assert decision_text({"kind": "approval", "question": "Run shell command?", "answer": "y",
+                          "target": "pytest"}) == "Approved: Run shell command? → y"

@@ -47,10 +47,11 @@ def cline() -> dict[str, Session]:
 def test_counts_match_the_independent_count(source: ClineFamilySource) -> None:
     expected = counter.count(CONFIG, source.extension_id)
     assert_agrees_with_count(_read_all(source, STORAGE / source.extension_id), expected["by_session"])
-    summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")}
-    assert summary == {"cline": {"sessions": 5, "turns": 7, "tool_calls": 8, "errors": 3},
-                       "roo": {"sessions": 1, "turns": 2, "tool_calls": 4, "errors": 1},
-                       "kilo": {"sessions": 1, "turns": 1, "tool_calls": 1, "errors": 0}}[source.name]
+    summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors", "rejected", "interrupted")}
+    assert summary == {"cline": {"sessions": 5, "turns": 7, "tool_calls": 8, "errors": 3, "rejected": 1, "interrupted": 1},
+                       "roo": {"sessions": 1, "turns": 2, "tool_calls": 4, "errors": 1, "rejected": 0, "interrupted": 0},
+                       "kilo": {"sessions": 1, "turns": 1, "tool_calls": 1, "errors": 0, "rejected": 0,
+                                "interrupted": 0}}[source.name]
 
 
 def test_approvals_refusal_question_and_command(cline: dict[str, Session]) -> None:
@@ -62,7 +63,8 @@ def test_approvals_refusal_question_and_command(cline: dict[str, Session]) -> No
     assert read.tool_name == "read_file" and read.file_path == "server.js" and not read.is_error
     assert refused.tool_name == "replace_in_file" and refused.is_error and refused.result_brief.startswith("The user denied")
     assert [(e.type, e.data) for e in t1.events] == [
-        ("feedback", {"kind": "tool_rejected", "tool_name": "replace_in_file", "reason": None})]
+        ("feedback", {"kind": "tool_rejected", "tool_name": "replace_in_file", "tool_use_id": refused.tool_use_id,
+                      "target": "server.js", "reason": None})]
     assert t1.assistant_text == "I'll read server.js first."  # the partial "Adding the route." is left out
     # 1200 + 1500 + 1700 in, 150 + 90 + 120 out, cache reads 800 + 1500, writes 800
     assert (t1.metrics.input_tokens, t1.metrics.output_tokens, t1.metrics.cache_read_tokens) == (4400, 360, 2300)
@@ -87,7 +89,7 @@ def test_failures_mcp_and_cancelled_request(cline: dict[str, Session]) -> None:
     assert edit.is_error and (edit.lines_added, edit.lines_removed) == (1, 1)
     assert command.command == "npx eslint ." and command.is_error
     assert mcp.tool_name == "mcp__github__search_issues" and mcp.result_brief.startswith("2 issues") and not mcp.is_error
-    assert turn.interrupted and ("feedback", {"kind": "interrupted"}) in [(e.type, e.data) for e in turn.events]
+    assert turn.interrupted and ("feedback", {"kind": "interrupted", "tool_name": None, "tool_use_id": None}) in [(e.type, e.data) for e in turn.events]
 
 
 def test_older_name_half_written_file_and_other_editors(cline: dict[str, Session]) -> None:

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "agents"))
 import count_continue
 
 from jacked.catalog import Catalog
-from kit import file_snapshot
+from kit import feedback_counts, file_snapshot
 from jacked.ingest.agents import source_status
 from jacked.ingest.scan import Scanner
 from jacked.query.history import turns_json
@@ -45,7 +45,7 @@ def figures(s: Session) -> dict[str, Any]:
     m = [t.metrics for t in s.turns]
     return {"turns": sum(t.index >= 1 for t in s.turns), "tool_calls": len(invs),
             "errors": sum(i.is_error for i in invs), "input_tokens": sum(x.input_tokens for x in m),
-            "output_tokens": sum(x.output_tokens for x in m)}
+            "output_tokens": sum(x.output_tokens for x in m), "rejected": feedback_counts(s)[0]}
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_reading_matches_the_independent_count(hand: dict[str, Session]) -> None
     for sid, s in with_messages.items():
         assert figures(s) == counted["sessions"][sid], sid
     assert counted["totals"] == {"turns": 4, "tool_calls": 6, "errors": 2, "input_tokens": 19500,
-                                 "output_tokens": 455, "sessions": 2}
+                                 "output_tokens": 455, "rejected": 1, "sessions": 2}
 
 
 def test_real_sessions_match_the_independent_count() -> None:

@@ -49,6 +49,8 @@ def test_counts_match_the_independent_count(hand: dict[str, Session]) -> None:
     assert_agrees_with_count(hand, expected["by_session"])
     assert {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")} == \
         {"sessions": 2, "turns": 4, "tool_calls": 6, "errors": 2}
+    assert [sum(c[k] for c in expected["by_session"].values()) for k in ("approved", "rejected", "interrupted")] == [
+        1, 1, 1]
 
 
 def test_real_sessions_match_the_independent_count() -> None:

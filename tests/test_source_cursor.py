@@ -19,7 +19,7 @@ import count_cursor
 import write_cursor
 
 from jacked.catalog import Catalog
-from kit import file_snapshot
+from kit import feedback_counts, file_snapshot
 from jacked.ingest.agents import source_status
 from jacked.ingest.scan import Scanner
 from jacked.query.history import turns_json
@@ -47,7 +47,9 @@ def figures(s: Session) -> dict[str, Any]:
     return {"turns": sum(t.index >= 1 for t in s.turns), "tool_calls": len(invs),
             "errors": sum(i.is_error for i in invs), "input_tokens": sum(x.input_tokens for x in m),
             "output_tokens": sum(x.output_tokens for x in m), "subagents": len(s.subagents),
-            "subagent_tool_calls": sum(a.tool_call_count for a in s.subagents)}
+            "subagent_tool_calls": sum(a.tool_call_count for a in s.subagents),
+            "approved": sum(e.data["kind"] == "approval" for t in s.turns for e in t.events if e.type == "decision"),
+            **dict(zip(("rejected", "interrupted"), feedback_counts(s)))}
 
 
 def turn(s: Session, index: int):
@@ -118,11 +120,11 @@ def test_independent_totals_are_the_hand_checked_ones(written: Path) -> None:
         "sessions": 31}
     assert count_cursor.count_dir(HAND)["totals"] == {
         "turns": 7, "tool_calls": 7, "errors": 2, "input_tokens": 7500, "output_tokens": 430, "subagents": 1,
-        "sessions": 4}
+        "approved": 1, "rejected": 1, "interrupted": 1, "sessions": 4}
     # what the specs say: 3 turns, 6 calls of which 2 failed, their tokens
     assert count_cursor.count_dir(written)["totals"] == {
         "turns": 3, "tool_calls": 6, "errors": 2, "input_tokens": 4910, "output_tokens": 248, "subagents": 0,
-        "sessions": 2}
+        "approved": 0, "rejected": 0, "interrupted": 0, "sessions": 2}
 
 
 # --------------------------------------------------------------------------- hand-checked details

@@ -34,6 +34,7 @@ NOTES = "cccc3333-0000-4000-8000-000000000003"
 CUT = "eeee5555-0000-4000-8000-000000000005"
 LOGGED = "ffff6666-0000-4000-8000-000000000006"
 FLAT_SUB = "9999aaaa-0000-4000-8000-000000000009"
+DECLINED = "7777bbbb-0000-4000-8000-000000000007"
 POMODORO = "0b23371a-ce2e-4b1c-81a0-44af5d94d9ce"
 AIM = "95ee2bc8-b4a1-47fb-8db8-b0cfe91bee88"
 
@@ -95,11 +96,15 @@ def test_counts_match_the_independent_count(root: Path) -> None:
         assert sum(t.metrics.input_tokens for t in s.turns) == want["input_tokens"], sid
         assert sum(t.metrics.output_tokens for t in s.turns) == want["output_tokens"], sid
         assert sum(t.metrics.cache_read_tokens for t in s.turns) == want["cache_read_tokens"], sid
+        feedback = [e.data["kind"] for t in s.turns for e in t.events if e.type == "feedback"]
+        assert (feedback.count("tool_rejected"), feedback.count("interrupted")) == (
+            want["rejected"], want["interrupted"]), sid
         assert s.message_lines > 0
     # the figures as of writing, so a change in either reading shows
-    summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")}
-    assert summary == ({"sessions": 6, "turns": 13, "tool_calls": 19, "errors": 4} if root == HAND
-                       else {"sessions": 2, "turns": 7, "tool_calls": 20, "errors": 3})
+    summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors", "rejected", "interrupted")}
+    assert summary == ({"sessions": 7, "turns": 14, "tool_calls": 20, "errors": 5, "rejected": 1, "interrupted": 1}
+                       if root == HAND else
+                       {"sessions": 2, "turns": 7, "tool_calls": 20, "errors": 3, "rejected": 0, "interrupted": 0})
 
 
 # --------------------------------------------------------------------------- real sessions
@@ -181,8 +186,11 @@ def test_legacy_json_session(hand: dict[str, Session]) -> None:
     assert bad_edit.is_error and "0 occurrences found" in bad_edit.result_brief
     assert search.is_error and search.tool_name == "google_web_search"  # cancelled
     assert t2.interrupted and t2.metrics.tool_error_count == 2
-    assert [(e.type, e.data["output"]) for e in t2.events] == [
-        ("command_output", "Request cancelled."), ("command_output", "[API Error: You exceeded your current quota]")]
+    # the call stopped while it ran and the notice after it: one interruption
+    assert [(e.type, e.data.get("output") or e.data["kind"]) for e in t2.events] == [
+        ("feedback", "interrupted"), ("command_output", "Request cancelled."),
+        ("command_output", "[API Error: You exceeded your current quota]")]
+    assert t2.events[0].data["tool_name"] == "google_web_search"
 
 
 # --------------------------------------------------------------------------- hand-written: .jsonl generation
@@ -298,13 +306,13 @@ def test_scan_into_the_catalog(tmp_path: Path) -> None:
     first = Scanner(cat, claude, agents={"gemini": root}).scan()
     assert first.errors == []
     rows = {r["session_id"]: r for r in cat.list_sessions()}
-    assert set(rows) == {WEBAPP, SHOP, NOTES, CUT, LOGGED, FLAT_SUB}
+    assert set(rows) == {WEBAPP, SHOP, NOTES, CUT, LOGGED, FLAT_SUB, DECLINED}
     assert {r["agent"] for r in rows.values()} == {"gemini"}
     assert rows[SHOP]["cwd"] == "/home/dev/shop" and rows[SHOP]["repo_name"] == "shop"
     assert len(cat.turn_rows(SHOP)) == 5 and len(cat.invocation_rows(SHOP)) == 8
 
     again = Scanner(cat, claude, agents={"gemini": root}).scan()
-    assert again.sessions_unchanged == 6 and again.sessions_scanned == 0
+    assert again.sessions_unchanged == 7 and again.sessions_scanned == 0
 
     # the session still being written gets its last line, then a new prompt
     chat = root / "tmp" / "shop" / "chats" / "session-2026-05-02T09-15-bbbb2222.jsonl"
@@ -312,7 +320,7 @@ def test_scan_into_the_catalog(tmp_path: Path) -> None:
         fh.write('ckout page."}\n{"id":"u6","timestamp":"2026-05-02T09:30:00.000Z","type":"user",'
                  '"content":[{"text":"Now build the checkout page"}]}\n')
     grown = Scanner(cat, claude, agents={"gemini": root}).scan()
-    assert grown.sessions_scanned == 1 and grown.sessions_unchanged == 5
+    assert grown.sessions_scanned == 1 and grown.sessions_unchanged == 6
     turns = cat.turn_rows(SHOP)
     assert len(turns) == 6 and turns[-1]["prompt"] == "Now build the checkout page"
     assert SOURCE.read(next(f for f in _found(root) if f.session_id == SHOP)).lines_malformed == 1
@@ -444,3 +452,11 @@ def test_install_refuses_a_file_it_cannot_keep(tmp_path: Path, text: str, messag
         gemini_install.install(EXE, _env(tmp_path))
     assert message in str(e.value) and "\n" not in str(e.value)
     assert settings.read_text() == text and not (settings.parent / "settings.json.jacked.bak").exists()
+
+
+def test_declined_call_is_a_refusal_not_an_interruption(hand: dict[str, Session]) -> None:
+    # Gemini CLI's "User did not allow tool call" (status `cancelled`): the turn ends with it
+    (turn,) = hand[DECLINED].turns
+    assert turn.interrupted and turn.invocations[0].is_error
+    assert [(e.type, e.data["kind"], e.data["target"]) for e in turn.events] == [
+        ("feedback", "tool_rejected", "rm -rf migrations/old")]

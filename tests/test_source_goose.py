@@ -19,7 +19,7 @@ import count_goose
 import write_goose
 
 from jacked.catalog import Catalog
-from kit import file_snapshot
+from kit import feedback_counts, file_snapshot
 from jacked.ingest.agents import source_status
 from jacked.ingest.scan import Scanner
 from jacked.query.history import turns_json
@@ -30,6 +30,7 @@ HAND = Path(__file__).parent / "fixtures" / "goose" / "hand"
 REAL = Path(__file__).parent / "fixtures" / "goose" / "real"  # a real database, schema 5, one empty session
 SOURCE = GooseSource()
 AGENT, EMPTY, BROKEN, LEGACY, CUT = "20260101_1", "20260101_2", "20260101_3", "20250301_094500", "20250302_101500"
+STOPPED = "20250303_080000"
 SPECS = [
     {"session_id": "20260202_1", "cwd": "/work/billing", "started_at": "2026-02-02T09:00:00Z",
      "model": "gpt-5", "title": "Invoice totals", "turns": [
@@ -59,9 +60,12 @@ def read_all(root: Path) -> tuple[dict[str, Session], list[str]]:
 def figures(s: Session) -> dict[str, Any]:
     invs = [i for t in s.turns for i in t.invocations]
     m = [t.metrics for t in s.turns]
+    rejected, interrupted = feedback_counts(s)
     return {"turns": sum(t.index >= 1 for t in s.turns), "tool_calls": len(invs),
             "errors": sum(i.is_error for i in invs), "input_tokens": sum(x.input_tokens for x in m),
-            "output_tokens": sum(x.output_tokens for x in m)}
+            "output_tokens": sum(x.output_tokens for x in m),
+            "approved": sum(e.data["kind"] == "approval" for t in s.turns for e in t.events if e.type == "decision"),
+            "rejected": rejected, "interrupted": interrupted}
 
 
 @pytest.fixture(scope="module")
@@ -93,11 +97,13 @@ def test_reading_matches_the_independent_count(which: str, hand: dict[str, Sessi
 
 
 def test_independent_totals_are_the_hand_checked_ones(written: Path) -> None:
-    assert count_goose.count_dir(HAND)["totals"] == {"turns": 6, "tool_calls": 8, "errors": 4, "input_tokens": 20700,
-                                                     "output_tokens": 585, "sessions": 4}
+    assert count_goose.count_dir(HAND)["totals"] == {"turns": 7, "tool_calls": 10, "errors": 5, "input_tokens": 20700,
+                                                     "output_tokens": 585, "approved": 1, "rejected": 1,
+                                                     "interrupted": 1, "sessions": 5}
     # the spec twice (database and .jsonl): 2 turns, 5 calls of which 1 failed, 3900 / 150 tokens each
     assert count_goose.count_dir(written)["totals"] == {"turns": 4, "tool_calls": 10, "errors": 2,
-                                                        "input_tokens": 7800, "output_tokens": 300, "sessions": 2}
+                                                        "input_tokens": 7800, "output_tokens": 300, "approved": 0,
+                                                        "rejected": 0, "interrupted": 0, "sessions": 2}
 
 
 def test_prompts_batches_errors_and_rejection(hand: dict[str, Session]) -> None:
@@ -193,16 +199,25 @@ def _scan(tmp_path: Path, root: Path) -> tuple[Catalog, Any]:
     return cat, Scanner(cat, claude, agents={"goose": root}).scan()
 
 
+def test_confirmed_and_interrupted_calls(hand: dict[str, Session]) -> None:
+    # a call Goose asked about and the user let run; one stopped with Ctrl-C (Goose's own answer)
+    (turn,) = hand[STOPPED].turns
+    assert [(i.command, i.is_error) for i in turn.invocations] == [("npm update", False), ("npm test", True)]
+    assert [(e.type, e.data["kind"], e.data["tool_name"], e.data.get("target")) for e in turn.events] == [
+        ("decision", "approval", "shell", "npm update"), ("feedback", "interrupted", "shell", None)]
+    assert turn.interrupted
+
+
 def test_scan_is_incremental_and_never_writes_to_goose_files(tmp_path: Path) -> None:
     root = tmp_path / "goose"
     shutil.copytree(HAND, root)
     before = file_snapshot(root)
     cat, first = _scan(tmp_path, root)
-    assert first.sessions_scanned == 5 and first.errors == [] and first.lines_malformed == 2
+    assert first.sessions_scanned == 6 and first.errors == [] and first.lines_malformed == 2
     assert [t["prompt"] for t in turns_json(cat, AGENT)["turns"]][0].startswith("Discounts can push")
     assert file_snapshot(root) == before
     again = Scanner(cat, tmp_path / "claude", agents={"goose": root}).scan()
-    assert (again.sessions_scanned, again.sessions_unchanged) == (0, 5)
+    assert (again.sessions_scanned, again.sessions_unchanged) == (0, 6)
     conn = write_goose.create_db(root / "sessions" / "sessions.db")  # Goose adds a message to one session
     conn.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json) "
                  "VALUES (?, 'user', ?, 1767262000, '{}')", (BROKEN, json.dumps([write_goose.text("And the docs?")])))
@@ -236,7 +251,7 @@ def test_a_corrupt_database_is_reported_and_the_jsonl_read(tmp_path: Path) -> No
     (root / "sessions" / "sessions.db").write_bytes(b"SQLite format 3\x00" + os.urandom(600))  # a torn copy
     sessions, errors = read_all(root)
     assert len(errors) == 1 and "sessions.db" in errors[0] and "skipped" in errors[0]
-    assert sorted(sessions) == sorted([AGENT, LEGACY, CUT])  # the leftover .jsonl stands in for the db
+    assert sorted(sessions) == sorted([AGENT, LEGACY, CUT, STOPPED])  # the leftover .jsonl stands in for the db
     (root / "sessions" / "sessions.db").unlink()
     other = sqlite3.connect(root / "sessions" / "sessions.db")
     other.execute("CREATE TABLE notes (x)")
@@ -276,7 +291,7 @@ def test_status_lists_goose_with_its_folder_and_sessions(tmp_path: Path) -> None
     cat, _ = _scan(tmp_path, root)
     listed = {s["name"]: s for s in source_status(cat, tmp_path / "claude", environ={"JACKED_GOOSE_DIR": str(root)})}
     assert listed["goose"] == {"name": "goose", "label": "Goose", "root": str(root), "found": True,
-                               "enabled": True, "sessions": 4}  # the empty session is kept, not counted
+                               "enabled": True, "sessions": 5}  # the empty session is kept, not counted
     assert len(listed) >= 14
 
 
@@ -301,7 +316,7 @@ def test_backfill_cli_and_agent_filter(tmp_path: Path) -> None:
     assert status.returncode == 0, status.stderr
     sources = json.loads(status.stdout)["sources"]
     goose = next(s for s in sources if s["name"] == "goose")
-    assert (goose["root"], goose["found"], goose["sessions"]) == (str(root), True, 4) and len(sources) >= 14
+    assert (goose["root"], goose["found"], goose["sessions"]) == (str(root), True, 5) and len(sources) >= 14
     assert file_snapshot(root) == before
 
 

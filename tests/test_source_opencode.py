@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
 import count_opencode
 import write_opencode
+from kit import feedback_counts
 
 from jacked.catalog import Catalog
 from jacked.errors import JackedError
@@ -47,6 +48,7 @@ def figures(s: Session) -> dict[str, Any]:
             "input_tokens": sum(x.input_tokens for x in m), "output_tokens": sum(x.output_tokens for x in m),
             "cache_read_tokens": sum(x.cache_read_tokens for x in m),
             "cache_creation_tokens": sum(x.cache_creation_tokens for x in m),
+            **dict(zip(("rejected", "interrupted"), feedback_counts(s))),
             "subagents": len(s.subagents), "subagent_tool_calls": sum(a.tool_call_count for a in s.subagents)}
 
 
@@ -87,13 +89,13 @@ def test_reading_matches_the_independent_count(root: Path) -> None:
 def test_independent_totals_are_the_hand_checked_ones() -> None:
     assert count_opencode.count_dir(REAL)["totals"] == {
         "turns": 2, "tool_calls": 1, "errors": 0, "input_tokens": 9, "output_tokens": 123, "subagents": 0,
-        "sessions": 1}
+        "rejected": 0, "interrupted": 0, "sessions": 1}
     assert count_opencode.count_dir(HAND)["totals"] == {
-        "turns": 9, "tool_calls": 17, "errors": 3, "input_tokens": 35420, "output_tokens": 1396, "subagents": 2,
-        "sessions": 4}
+        "turns": 10, "tool_calls": 20, "errors": 6, "input_tokens": 36320, "output_tokens": 1436, "subagents": 2,
+        "rejected": 2, "interrupted": 1, "sessions": 4}
     assert count_opencode.count_dir(REAL2)["totals"] == {
         "turns": 9, "tool_calls": 43, "errors": 5, "input_tokens": 79621, "output_tokens": 13712, "subagents": 1,
-        "sessions": 5}
+        "rejected": 0, "interrupted": 0, "sessions": 5}
     # opencode's own running totals (`session_v2.tokens_*`) agree where no title call adds to them
     tools = count_opencode.count_dir(REAL2)["sessions"]["ses_f34a354dbffe8waMGOZgKvK6cK"]
     assert (tools["input_tokens"], tools["output_tokens"], tools["cache_read_tokens"]) == (16046, 6583, 86528)
@@ -190,7 +192,17 @@ def test_default_title_and_interrupted_answer(hand: dict[str, Session]) -> None:
     s = hand["ses_hand_plain"]
     assert s.title is None  # "New session - <time>" is opencode's placeholder
     assert turn(s, 1).interrupted and turn(s, 1).assistant_text == "It returns 'hel"
+    assert [e.data for e in turn(s, 1).events] == [{"kind": "interrupted", "tool_name": None, "tool_use_id": None}]
     assert s.repo_name == "api"
+
+
+def test_permission_rejections_are_feedback(hand: dict[str, Session]) -> None:
+    t2 = turn(hand["ses_hand_plain"], 2)
+    assert [i.is_error for i in t2.invocations] == [True, True, True] and not t2.interrupted
+    # a rule in the configuration denying a call is no one's feedback
+    assert [(e.data["kind"], e.data["tool_name"], e.data["target"], e.data["reason"]) for e in t2.events] == [
+        ("tool_rejected", "bash", "rm -rf dist .cache", "keep dist/, only remove .cache"),
+        ("tool_rejected", "edit", "/work/demo-app/api/.gitignore", None)]
 
 
 def test_session_without_messages_is_not_listed(hand: dict[str, Session]) -> None:
@@ -401,9 +413,17 @@ def test_pre_2_0_layout_session_table_with_session_message(tmp_path: Path) -> No
     assert figures(sessions[TOOLS]) == count_opencode.count_dir(root)["sessions"][TOOLS]
 
 
+def _with_2x_records(root: Path, rows: list[tuple[str, str, int, str]]) -> Session:
+    """The TUI session of a copy of REAL2 with these `session_message` rows (id, type, seq, data) added."""
+    conn = sqlite3.connect(root / "opencode.db")
+    conn.executemany(f"INSERT INTO session_message VALUES (?, '{TUI}', ?, ?, 1790118430000, 1790118430000, ?)", rows)
+    conn.commit()
+    conn.close()
+    return read_all(root)[0][TUI]
+
+
 def test_2x_records_being_written_unknown_or_cut(tmp_path: Path) -> None:
     root = _real2_copy(tmp_path)
-    conn = sqlite3.connect(root / "opencode.db")
     rows = [("msg_zz1", "user", 200, '{"text": "One more thing", "time": {"created": 1790118430000}}'),
             ("msg_zz2", "assistant", 201, json.dumps({  # a step still streaming: a call with its input so far
                 "agent": "plan", "model": {"id": "big-pickle"}, "time": {"created": 1790118430100},
@@ -412,16 +432,32 @@ def test_2x_records_being_written_unknown_or_cut(tmp_path: Path) -> None:
                             {"type": "hologram"}]})),
             ("msg_zz3", "future-record", 202, "{}"),
             ("msg_zz4", "user", 203, '{"text": "cut')]
-    conn.executemany(f"INSERT INTO session_message VALUES (?, '{TUI}', ?, ?, 1790118430000, 1790118430000, ?)",
-                     [(i, k, q, d) for i, k, q, d in rows])
-    conn.commit()
-    conn.close()
-    s = read_all(root)[0][TUI]
+    s = _with_2x_records(root, rows)
     t5 = turn(s, 5)
     assert t5.prompt == "One more thing"
     (call,) = t5.invocations
     assert (call.tool_name, call.has_result, call.is_error, call.input_brief) == ("read", False, False, "{}")
     assert (s.lines, s.lines_malformed, s.lines_unknown) == (28, 1, 2)  # a part and a record type no release writes
+
+
+def test_2x_refusal_and_interruption(tmp_path: Path) -> None:
+    # 2.x records: a call whose permission prompt was rejected, then the turn stopped (`idle`
+    # with outcome interrupted) while a call still ran; the counter and jacked agree
+    root = _real2_copy(tmp_path)
+    rejected = {"status": "error", "input": {"command": "rm -rf build"},
+                "error": {"message": "The user rejected permission to use this specific tool call."}}
+    rows = [("msg_zy1", "user", 300, '{"text": "Wipe the build folder", "time": {"created": 1790118440000}}'),
+            ("msg_zy2", "assistant", 301, json.dumps({
+                "agent": "build", "model": {"id": "big-pickle"}, "time": {"created": 1790118440100},
+                "content": [{"type": "tool", "id": "call_zy1", "name": "shell", "state": rejected},
+                            {"type": "tool", "id": "call_zy2", "name": "shell",
+                             "state": {"status": "running", "input": {"command": "make clean"}}}]})),
+            ("msg_zy3", "idle", 302, '{"outcome": "interrupted", "time": {"created": 1790118450000}}')]
+    s = _with_2x_records(root, rows)
+    last = s.turns[-1]
+    assert [(e.data["kind"], e.data["tool_name"], e.data["tool_use_id"]) for e in last.events] == [
+        ("tool_rejected", "shell", "call_zy1"), ("interrupted", "shell", "call_zy2")] and last.interrupted
+    assert figures(s) == count_opencode.count_dir(root)["sessions"][TUI]
 
 
 def test_2x_records_of_any_shape_never_raise() -> None:

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent / "agents"))
 import count_openhands
 
 from jacked.catalog import Catalog
-from kit import file_snapshot
+from kit import feedback_counts, file_snapshot
 from jacked.ingest.agents import source_status
 from jacked.ingest.scan import Scanner
 from jacked.sources.model import Session
@@ -25,7 +25,7 @@ from jacked.sources.openhands.source import OpenHandsSource
 FIXTURES = Path(__file__).parent / "fixtures" / "openhands"
 REAL, HAND = FIXTURES / "real", FIXTURES / "hand"
 SOURCE = OpenHandsSource()
-MAIN, CACHED = "a1b2c3d4e5f6", "f0e1d2c3"
+MAIN, CACHED, CONFIRM = "a1b2c3d4e5f6", "f0e1d2c3", "c0ffee01"
 
 
 def read_all(root: Path) -> dict[str, Session]:
@@ -38,9 +38,12 @@ def read_all(root: Path) -> dict[str, Session]:
 def figures(s: Session) -> dict[str, Any]:
     invs = [i for t in s.turns for i in t.invocations]
     m = [t.metrics for t in s.turns]
+    rejected, interrupted = feedback_counts(s)
     return {"turns": sum(t.index >= 1 for t in s.turns), "tool_calls": len(invs),
             "errors": sum(i.is_error for i in invs), "input_tokens": sum(x.input_tokens for x in m),
-            "output_tokens": sum(x.output_tokens for x in m)}
+            "output_tokens": sum(x.output_tokens for x in m),
+            "approved": sum(e.data["kind"] == "approval" for t in s.turns for e in t.events if e.type == "decision"),
+            "rejected": rejected, "interrupted": interrupted}
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +68,11 @@ def test_reading_matches_the_independent_count(root: Path) -> None:
 
 def test_independent_totals_are_the_hand_checked_ones() -> None:
     assert count_openhands.count_dir(REAL)["totals"] == {
-        "turns": 6, "tool_calls": 8, "errors": 0, "input_tokens": 42730, "output_tokens": 3704, "sessions": 4}
+        "turns": 6, "tool_calls": 8, "errors": 0, "input_tokens": 42730, "output_tokens": 3704, "approved": 0,
+        "rejected": 0, "interrupted": 0, "sessions": 4}
     assert count_openhands.count_dir(HAND)["totals"] == {
-        "turns": 3, "tool_calls": 7, "errors": 3, "input_tokens": 38400, "output_tokens": 640, "sessions": 2}
+        "turns": 5, "tool_calls": 10, "errors": 4, "input_tokens": 48000, "output_tokens": 730, "approved": 1,
+        "rejected": 2, "interrupted": 2, "sessions": 3}
 
 
 def test_real_trajectories(real: dict[str, Session]) -> None:
@@ -105,6 +110,17 @@ def test_batch_errors_rejection_and_interruption(hand: dict[str, Session]) -> No
     assert t1.events[0].data["target"] == "rm -rf .git" and t1.interrupted
 
 
+def test_confirmation_mode(hand: dict[str, Session]) -> None:
+    # an action waiting for the user is one call with the one written once answered
+    t1, t2 = hand[CONFIRM].turns
+    assert [(i.command, i.is_error) for i in t1.invocations] == [("npm ci", False), ("git push --force", True)]
+    assert [(e.type, e.data["kind"], e.data["target"]) for e in t1.events] == [
+        ("decision", "approval", "npm ci"), ("feedback", "tool_rejected", "git push --force")]
+    assert not t1.interrupted  # rejecting a call waits for the user; it stops nothing
+    # paused, then stopped: one interruption, naming the call left running
+    assert [(e.data["kind"], e.data["tool_name"]) for e in t2.events] == [("interrupted", "execute_bash")]
+
+
 def test_compaction_delegate_and_finish(hand: dict[str, Session]) -> None:
     t2 = hand[MAIN].turns[1]
     assert t2.compacted and [x.turn_index for x in hand[MAIN].texts if x.kind == "compact_summary"] == [2]
@@ -130,10 +146,10 @@ def test_scan_is_incremental_and_never_writes(tmp_path: Path) -> None:
     claude.mkdir()
     cat = Catalog(tmp_path / "catalog.db")
     first = Scanner(cat, claude, agents={"openhands": root}).scan()
-    assert (first.sessions_scanned, first.errors) == (2, [])
+    assert (first.sessions_scanned, first.errors) == (3, [])
     assert file_snapshot(root) == before
     again = Scanner(cat, claude, agents={"openhands": root}).scan()
-    assert (again.sessions_scanned, again.sessions_unchanged) == (0, 2)
+    assert (again.sessions_scanned, again.sessions_unchanged) == (0, 3)
     (root / "sessions" / MAIN / "events" / "22.json").write_text(json.dumps(
         {"id": 22, "timestamp": "2026-01-01T10:05:00", "source": "user", "action": "message",
          "args": {"content": "Thanks!"}}))
@@ -141,7 +157,21 @@ def test_scan_is_incremental_and_never_writes(tmp_path: Path) -> None:
     assert (grown.sessions_scanned, grown.changed_session_ids) == (1, [MAIN])
     listed = {s["name"]: s for s in source_status(cat, claude, environ={"JACKED_OPENHANDS_DIR": str(root)})}
     assert listed["openhands"] == {"name": "openhands", "label": "OpenHands", "root": str(root), "found": True,
-                                   "enabled": True, "sessions": 2}
+                                   "enabled": True, "sessions": 3}
+
+
+def test_conversations_never_pass_for_copies_of_each_other(tmp_path: Path) -> None:
+    # Event ids restart at 0 in every conversation: a turn is not a copy of another
+    # conversation's turn that has the same id (copies are left out of totals and the index).
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    cat = Catalog(tmp_path / "catalog.db")
+    Scanner(cat, claude, agents={"openhands": REAL}).scan()
+    counted = count_openhands.count_dir(REAL)["sessions"]
+    for sid, want in counted.items():
+        row = cat.get_session_row(sid)
+        assert row is not None
+        assert (row["tool_call_count"], row["output_tokens"]) == (want["tool_calls"], want["output_tokens"]), sid
 
 
 def test_default_folder_and_overrides() -> None:
@@ -190,4 +220,5 @@ def test_written_conversation_reads_back_as_the_spec_says(tmp_path: Path) -> Non
         ("read", 1, False), ("execute_bash", 2, False), ("write", 0, False), ("execute_bash", 0, True)]
     assert s.turns[0].metrics.files_written == ["/work/api/limits.py"] and s.turns[1].invocations[0].is_error
     assert figures(s) == count_openhands.count_dir(root)["sessions"][sid] == {
-        "turns": 2, "tool_calls": 5, "errors": 2, "input_tokens": 1000, "output_tokens": 75}
+        "turns": 2, "tool_calls": 5, "errors": 2, "input_tokens": 1000, "output_tokens": 75, "approved": 0,
+        "rejected": 0, "interrupted": 0}

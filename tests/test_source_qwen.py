@@ -60,8 +60,8 @@ def hand() -> dict[str, Session]:
 def test_counts_match_the_independent_count() -> None:
     expected = counter.count(HAND)
     assert_agrees_with_count(_read_all(HAND), expected["by_session"])
-    summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors")}
-    assert summary == {"sessions": 4, "turns": 9, "tool_calls": 8, "errors": 4}
+    summary = {k: expected[k] for k in ("sessions", "turns", "tool_calls", "errors", "rejected", "interrupted")}
+    assert summary == {"sessions": 4, "turns": 9, "tool_calls": 8, "errors": 4, "rejected": 1, "interrupted": 0}
 
 
 def test_jsonl_session(hand: dict[str, Session]) -> None:
@@ -89,7 +89,8 @@ def test_declined_call_is_feedback_and_interrupts(hand: dict[str, Session]) -> N
     (call,) = turn.invocations
     assert call.is_error and turn.interrupted
     assert [(e.type, e.data) for e in turn.events] == [
-        ("feedback", {"kind": "tool_rejected", "tool_name": "run_shell_command", "reason": None})]
+        ("feedback", {"kind": "tool_rejected", "tool_name": "run_shell_command", "tool_use_id": "call_4",
+                      "target": "rm -rf tests/old", "reason": None})]
 
 
 def test_compression_slash_command_and_subagent(hand: dict[str, Session]) -> None:
@@ -234,7 +235,8 @@ def test_writer_round_trip(tmp_path: Path) -> None:
         assert turn.assistant_text == want["assistant"]
     assert (s.turns[0].metrics.lines_added, s.turns[0].metrics.lines_removed) == (4, 0)
     assert counter.count(root)["by_session"][SPEC["session_id"]] == {
-        "turns": 2, "tool_calls": 4, "errors": 1, "input_tokens": 1800, "output_tokens": 125, "cache_read_tokens": 0}
+        "turns": 2, "tool_calls": 4, "errors": 1, "input_tokens": 1800, "output_tokens": 125, "cache_read_tokens": 0,
+        "rejected": 0, "interrupted": 0}
 
 
 def _run(args: list[str], home: Path, **extra: str) -> subprocess.CompletedProcess[str]:

@@ -31,6 +31,8 @@ import hashlib
 import re
 from typing import Any
 
+from jacked.sources.model import Invocation, Turn, TurnEvent
+
 REJECT_PREFIX = "The user doesn't want to proceed with this tool use"
 CANCEL_PREFIX = "The user doesn't want to take this action right now"  # a parallel call stopped with a rejection
 INTERRUPT_PREFIX = "[Request interrupted by user"
@@ -236,6 +238,33 @@ def correction_cue(prompt: str | None) -> str | None:
     return m.group(0).strip() if m else None
 
 
+# ---------------------------------------------------------------------------------- the other agents
+def tool_rejected(ts: str | None, call: Invocation, reason: str | None = None) -> TurnEvent:
+    """A `feedback` event: the user refused `call` (the agents' readers other than Claude Code's)."""
+    return TurnEvent("feedback", ts, {"kind": "tool_rejected", "tool_name": call.tool_name,
+                                      "tool_use_id": call.tool_use_id, "target": call.command or call.file_path,
+                                      "reason": _clip(reason)})
+
+
+def tool_approved(ts: str | None, call: Invocation) -> TurnEvent:
+    """A `decision` event: the user let `call` run when asked."""
+    return TurnEvent("decision", ts, {"kind": "approval", "outcome": "approved", "tool_name": call.tool_name,
+                                      "tool_use_id": call.tool_use_id, "target": call.command or call.file_path})
+
+
+def interrupted(ts: str | None, running: Invocation | None = None) -> TurnEvent:
+    """A `feedback` event: the user stopped the turn (while `running` ran, when one did)."""
+    return TurnEvent("feedback", ts, {"kind": "interrupted", "tool_name": running.tool_name if running else None,
+                                      "tool_use_id": running.tool_use_id if running else None})
+
+
+def mark_interrupted(turn: Turn, ts: str | None, running: Invocation | None = None) -> None:
+    """The user stopped `turn`: marked so, with one `interrupted` feedback however many records say it."""
+    if not turn.interrupted:
+        turn.interrupted = True
+        turn.events.append(interrupted(ts, running))
+
+
 # ---------------------------------------------------------------------------------- texts
 def decision_text(data: dict[str, Any]) -> str | None:
     """A decision in one line of prose (what search indexes and retrieve shows)."""
@@ -260,6 +289,11 @@ def decision_text(data: dict[str, Any]) -> str | None:
         if data.get("outcome") == "rejected":
             return f"Plan rejected: {title}" + (f". Reason: {data['reason']}" if data.get("reason") else "")
         return f"Plan approved: {title}"
+    if kind == "approval":  # the other agents' permission prompts, answered yes
+        if data.get("question"):
+            return f"Approved: {data['question']}" + (f" → {data['answer']}" if data.get("answer") else "")
+        target = f" {data['target']}" if data.get("target") else ""
+        return f"Approved {data.get('tool_name') or 'tool call'}{target}"
     if kind == "plan_mode":
         return "Entered plan mode" if data.get("outcome") == "entered" else "Declined to enter plan mode"
     if kind == "todos":

@@ -18,6 +18,9 @@ writes a task (`src/shared/ExtensionMessage.ts`, `src/core/task/`):
   `command_permission_denied` comes after it before the next call, or when the next
   `api_req_started` request's `[<tool> for '…'] Result:` section for it starts with
   "The user denied this operation." or "The tool execution failed";
+* refused: a call whose result section starts "The user denied this operation." (a request with
+  no such sections but that sentence: as many of the calls last asked for as it says it);
+  interrupted: an `api_req_started` whose `cancelReason` is "user_cancelled";
 * tokens: `tokensIn`, `tokensOut`, `cacheReads` of each `api_req_started` (JSON in its text).
 """
 from __future__ import annotations
@@ -68,8 +71,9 @@ def _name(m: dict[str, Any], kind: str) -> str:
 
 
 def count_messages(messages: list[Any]) -> dict[str, int]:
-    out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
-    pending: list[list[Any]] = []  # [name, failed] of the calls since the last request
+    out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+           "rejected": 0, "interrupted": 0}
+    pending: list[list[Any]] = []  # [name, failed, asked] of the calls since the last request
     seen_text = False  # the file's first message, when a `say: "text"`, is the task (Roo Code, early Cline)
     for m in messages:
         if not isinstance(m, dict) or m.get("partial") is True:
@@ -82,7 +86,7 @@ def count_messages(messages: list[Any]) -> dict[str, int]:
             out["turns"] += bool(text.strip() or m.get("images") or m.get("files"))
         elif kind in CALLS:
             out["tool_calls"] += 1
-            pending.append([_name(m, kind), False])
+            pending.append([_name(m, kind), False, m["type"] == "ask"])
         elif m["type"] == "say" and kind in FAILS and pending:
             pending[-1][1] = True
         elif m["type"] == "say" and kind == "api_req_started":
@@ -101,6 +105,10 @@ def count_messages(messages: list[Any]) -> dict[str, int]:
                 if match is not None:
                     results.remove(match)
                     call[1] = call[1] or match[1].startswith(REFUSED_OR_FAILED)
+                    out["rejected"] += match[1].startswith("The user denied this operation.")
+            if not sections and "The user denied this operation." in request:
+                out["rejected"] += min(request.count("The user denied this operation."), sum(c[2] for c in pending))
+            out["interrupted"] += info.get("cancelReason") == "user_cancelled"
             out["errors"] += sum(1 for c in pending if c[1])
             pending = []
             for key, field in (("input_tokens", "tokensIn"), ("output_tokens", "tokensOut"), ("cache_read_tokens", "cacheReads")):
@@ -116,7 +124,8 @@ def count(config: Path, extension_id: str) -> dict[str, Any]:
         ui = next((task / n for n in ("ui_messages.json", "claude_messages.json") if (task / n).is_file()), None)
         if ui is not None:
             by_session[task.name] = count_messages(_messages(ui))
-    total = {k: sum(c[k] for c in by_session.values()) for k in ("turns", "tool_calls", "errors")}
+    total = {k: sum(c[k] for c in by_session.values()) for k in ("turns", "tool_calls", "errors", "rejected",
+                                                                 "interrupted")}
     return {"sessions": len(by_session), **total, "by_session": by_session}
 
 

@@ -31,7 +31,11 @@ Rules, as Codex CLI records a session:
 * a call failed when it ended with a non-zero exit code: the `exit_code` of its
   `exec_command_end` event if there is one, else what its output (`function_call_output` /
   `custom_tool_call_output` with the same `call_id`) says: `metadata.exit_code` of a JSON
-  output, or an `Exit code: n` / `Process exited with code n` line.
+  output, or an `Exit code: n` / `Process exited with code n` line; or when the user refused it;
+* refused: its output is what Codex tells the model of a declined call ("exec command rejected by
+  user", "patch rejected by user", "rejected by user"), or an `exec_command_end` /
+  `patch_apply_end` event with its `call_id` has `status` "declined";
+* interrupted: a `turn_aborted` event whose `reason` is "interrupted" (or missing).
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ INJECTED = ("<environment_context>", "<user_instructions>", "<turn_aborted>", "#
             "<subagent_notification>", "<collaboration_mode>", "<apps_instructions>", "<personality_spec>",
             "<model_switch>")
 UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
+REFUSED = ("exec command rejected by user", "patch rejected by user", "rejected by user")
 EXIT_LINE = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)\s*$", re.MULTILINE)
 
 
@@ -162,6 +167,8 @@ def scan_file(path: Path) -> dict[str, Any]:
     calls: list[dict[str, Any]] = []
     outputs: dict[str, Any] = {}
     ends: dict[str, int] = {}
+    declined: set[str] = set()
+    aborted = 0
     for kind, body in items:
         t = body.get("type")
         if kind == "item" and t in CALL_TYPES:
@@ -172,11 +179,17 @@ def scan_file(path: Path) -> dict[str, Any]:
             outputs[body["call_id"]] = body.get("output")
         elif kind == "event_msg" and t == "exec_command_end" and isinstance(body.get("exit_code"), int):
             ends[str(body.get("call_id"))] = body["exit_code"]
+        if kind == "event_msg" and t in ("exec_command_end", "patch_apply_end") and body.get("status") == "declined":
+            declined.add(str(body.get("call_id")))
+        if kind == "event_msg" and t == "turn_aborted" and body.get("reason") in (None, "interrupted"):
+            aborted += 1
     for call in calls:
         cid = call["call_id"]
         call["exit_code"] = ends[cid] if cid in ends else _exit_code(outputs.get(cid))
+        output = outputs.get(cid)
+        call["refused"] = cid in declined or (isinstance(output, str) and output.strip().lower() in REFUSED)
     return {"session_id": sid, "file": str(path), "size": path.stat().st_size,
-            "prompts": _prompts(items), "calls": calls}
+            "prompts": _prompts(items), "calls": calls, "interrupted": aborted}
 
 
 def rollouts(root: Path) -> list[Path]:
@@ -193,9 +206,11 @@ def count_dir(root: Path) -> dict[str, Any]:
         if held is None or found["size"] > held["size"]:
             chosen[found["session_id"]] = found
     sessions = {sid: {"turns": len(f["prompts"]), "tool_calls": len(f["calls"]),
-                      "errors": sum(1 for c in f["calls"] if c["exit_code"] not in (None, 0))}
+                      "errors": sum(1 for c in f["calls"] if c["exit_code"] not in (None, 0) or c["refused"]),
+                      "rejected": sum(1 for c in f["calls"] if c["refused"]), "interrupted": f["interrupted"]}
                 for sid, f in chosen.items()}
-    totals = {k: sum(s[k] for s in sessions.values()) for k in ("turns", "tool_calls", "errors")}
+    totals = {k: sum(s[k] for s in sessions.values()) for k in ("turns", "tool_calls", "errors", "rejected",
+                                                                 "interrupted")}
     totals["sessions"] = len(sessions)
     return {"sessions": sessions, "totals": totals}
 

@@ -13,7 +13,7 @@ Rules, as Continue records a session (`sessions/<sessionId>.json`, not `sessions
 * a tool call is an assistant message's `toolCalls` entry with a `function.name`, or a
   `toolCallStates` entry (or the older single `toolCallState`) whose `toolCallId` no such entry
   has and whose `toolCall.function.name` is set; it failed when its state's `status` is
-  "errored" or "canceled";
+  "errored" or "canceled" (canceled: the user rejected it, or stopped the response before it ran);
 * tokens: each assistant message's `usage.promptTokens` / `completionTokens`.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ def count_file(path: Path) -> dict[str, int] | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("history"), list):
         return None
-    turns = calls = errors = tin = tout = messages = 0
+    turns = calls = errors = tin = tout = messages = refused = 0
     for item in data["history"]:
         message = item.get("message") if isinstance(item, dict) else None
         if not isinstance(message, dict):
@@ -72,15 +72,18 @@ def count_file(path: Path) -> dict[str, int] | None:
             if isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"].strip():
                 calls += 1
                 errors += by_id.get(call.get("id"), {}).get("status") in ("errored", "canceled")
+                refused += by_id.get(call.get("id"), {}).get("status") == "canceled"
         for cid, state in by_id.items():
             function = state.get("toolCall", {}).get("function") if isinstance(state.get("toolCall"), dict) else None
             if cid not in ids and isinstance(function, dict) and isinstance(function.get("name"), str) \
                     and function["name"].strip():
                 calls += 1
                 errors += state.get("status") in ("errored", "canceled")
+                refused += state.get("status") == "canceled"
     if not messages:
         return None
-    return {"turns": turns, "tool_calls": calls, "errors": errors, "input_tokens": tin, "output_tokens": tout}
+    return {"turns": turns, "tool_calls": calls, "errors": errors, "input_tokens": tin, "output_tokens": tout,
+            "rejected": refused}
 
 
 def count_dir(root: Path) -> dict[str, Any]:
@@ -92,7 +95,7 @@ def count_dir(root: Path) -> dict[str, Any]:
         if figures is not None:
             sessions[path.stem] = figures
     totals = {k: sum(s[k] for s in sessions.values()) for k in
-              ("turns", "tool_calls", "errors", "input_tokens", "output_tokens")}
+              ("turns", "tool_calls", "errors", "input_tokens", "output_tokens", "rejected")}
     totals["sessions"] = len(sessions)
     return {"sessions": sessions, "totals": totals}
 

@@ -14,6 +14,9 @@ Rules, as Copilot CLI logs a session (the Copilot SDK's `session-events.ts`):
   `tool.execution_complete` says `success: false`, or when the user refused it (a
   `permission.completed` naming it with `result.kind` "denied-interactively-by-user": Copilot CLI
   1.0.x then writes no completion for it);
+* the user's answers to permission prompts (`permission.completed`, `result.kind`): refused when
+  "denied-interactively-by-user", approved when "approved", "approved-for-session" or
+  "approved-for-location"; interrupted: each `abort` event;
 * tokens per `assistant.usage`: inputTokens - cacheReadTokens, outputTokens, cacheReadTokens.
 """
 from __future__ import annotations
@@ -41,7 +44,8 @@ def _n(v: Any) -> int:
 
 
 def count_events(events: list[dict[str, Any]]) -> dict[str, int]:
-    out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+           "approved": 0, "rejected": 0, "interrupted": 0}
     calls: set[str] = set()
     failed: set[str] = set()
     for ev in events:
@@ -61,10 +65,15 @@ def count_events(events: list[dict[str, Any]]) -> dict[str, int]:
             calls.add(data["toolCallId"])
             if kind == "tool.execution_complete" and data.get("success") is False:
                 failed.add(data["toolCallId"])
-        elif kind == "permission.completed" and data.get("toolCallId"):
+        elif kind == "permission.completed":
             result = data.get("result") if isinstance(data.get("result"), dict) else {}
-            if result.get("kind") == "denied-interactively-by-user":
+            answer = result.get("kind")
+            out["rejected"] += answer == "denied-interactively-by-user"
+            out["approved"] += answer in ("approved", "approved-for-session", "approved-for-location")
+            if answer == "denied-interactively-by-user" and data.get("toolCallId"):
                 failed.add(data["toolCallId"])
+        elif kind == "abort":
+            out["interrupted"] += 1
         elif kind == "assistant.usage":
             cached = _n(data.get("cacheReadTokens"))
             out["input_tokens"] += max(0, _n(data.get("inputTokens")) - cached)

@@ -18,6 +18,8 @@ Rules, as Cursor records a chat:
   `name` or a `tool`; it failed when its `status` is "error", its `userDecision` "rejected",
   its `result` (JSON text) an object with a non-empty `error`, or when a terminal command's
   result has a non-zero integer `exitCode`;
+* approved / refused: a tool call whose `userDecision` is "accepted" / "rejected"; interrupted: a
+  chat whose `status` is "aborted" (its last turn);
 * tokens: every bubble's `tokenCount.inputTokens` / `outputTokens` (integers);
 * Cursor 0.4x kept a workspace's whole composer chats in that workspace database's `ItemTable`
   key `composer.composerData`: each `allComposers` entry (an object with a `composerId` not
@@ -56,7 +58,7 @@ def _rows(db: Path, table: str) -> list[tuple[str, Any]]:
 
 
 def _figures(bubbles: list[Any]) -> dict[str, int]:
-    turns = calls = errors = tin = tout = 0
+    turns = calls = errors = tin = tout = approved = refused = 0
     for b in bubbles:
         if not isinstance(b, dict):
             continue
@@ -69,6 +71,8 @@ def _figures(bubbles: list[Any]) -> dict[str, int]:
         if b.get("type") != 2 or not isinstance(tool, dict) or not (tool.get("name") or tool.get("tool") is not None):
             continue
         calls += 1
+        approved += tool.get("userDecision") == "accepted"
+        refused += tool.get("userDecision") == "rejected"
         result = _load(tool.get("result")) if isinstance(tool.get("result"), str) else tool.get("result")
         result = result if isinstance(result, dict) else {}
         code = result.get("exitCode")
@@ -76,7 +80,8 @@ def _figures(bubbles: list[Any]) -> dict[str, int]:
                 or (isinstance(result.get("error"), str) and result["error"].strip())
                 or (tool.get("name") in TERMINAL_TOOLS and type(code) is int and code != 0)):
             errors += 1
-    return {"turns": turns, "tool_calls": calls, "errors": errors, "input_tokens": tin, "output_tokens": tout}
+    return {"turns": turns, "tool_calls": calls, "errors": errors, "input_tokens": tin, "output_tokens": tout,
+            "approved": approved, "rejected": refused, "interrupted": 0}
 
 
 def _chats(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
@@ -105,6 +110,7 @@ def _chats(db: Path, seen: set[str]) -> dict[str, dict[str, Any]]:
         if parent(cid) in composers or not own(cid):
             continue
         figures = _figures(own(cid))
+        figures["interrupted"] = int(composers[cid].get("status") == "aborted" and figures["turns"] > 0)
         descendants, stack = [], [c for c in composers if parent(c) == cid]
         while stack:
             child = stack.pop()
@@ -177,7 +183,8 @@ def count_dir(user_dir: Path) -> dict[str, Any]:
     for db in usable:
         sessions.update(_tabs(db, seen))
     totals = {k: sum(s[k] for s in sessions.values()) for k in
-              ("turns", "tool_calls", "errors", "input_tokens", "output_tokens", "subagents")}
+              ("turns", "tool_calls", "errors", "input_tokens", "output_tokens", "subagents", "approved", "rejected",
+               "interrupted")}
     totals["sessions"] = len(sessions)
     return {"sessions": sessions, "totals": totals}
 

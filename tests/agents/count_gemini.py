@@ -22,6 +22,9 @@ Rules, as Gemini CLI records a session:
 * a tool call is an entry of a `gemini` message's `toolCalls`; it failed when its status is
   `error` or `cancelled`, or, for `run_shell_command`, when its output's last
   `Exit Code: n` has n != 0 (or a `Signal:` other than `(none)`);
+* refused: a cancelled call whose result or `resultDisplay` says the user "did not allow tool
+  call"; interrupted: a turn (from its prompt to the next) with a call cancelled otherwise or an
+  `info` message "Request cancelled.", counted once, and not when a refusal in it came first;
 * tokens per gemini message: input - cached + tool, output + thoughts, cached; counted once
   per message id.
 """
@@ -143,6 +146,17 @@ def _failed(call: dict[str, Any]) -> bool:
     return bool(codes and int(codes[-1]) != 0) or bool(signals and signals[-1] != "(none)")
 
 
+def _said(call: dict[str, Any]) -> str:
+    """What a call's result and display say, as one lower-case text."""
+    out = [call["resultDisplay"]] if isinstance(call.get("resultDisplay"), str) else []
+    for p in _parts(call.get("result")):
+        fr = p.get("functionResponse")
+        resp = fr.get("response") if isinstance(fr, dict) else None
+        if isinstance(resp, dict):
+            out += [v for v in resp.values() if isinstance(v, str)]
+    return "\n".join(out).lower()
+
+
 def _n(v: Any) -> int:
     return v if isinstance(v, int) and v > 0 else 0
 
@@ -177,15 +191,27 @@ def _without_copies(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def count_session(messages: list[dict[str, Any]]) -> dict[str, int]:
-    out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+           "rejected": 0, "interrupted": 0}
+    stopped = False  # the running turn has its refusal or interruption
     for m in _without_copies(messages):
         if _is_prompt(m):
             out["turns"] += 1
+            stopped = False
+        if m.get("type") == "info" and _text(m.get("content")).strip() == "Request cancelled." and not stopped:
+            out["interrupted"] += 1
+            stopped = True
         if m.get("type") == "gemini":
             for call in m.get("toolCalls") or []:
                 if isinstance(call, dict):
                     out["tool_calls"] += 1
                     out["errors"] += _failed(call)
+                    if call.get("status") == "cancelled" and "did not allow tool call" in _said(call):
+                        out["rejected"] += 1
+                        stopped = True
+                    elif call.get("status") == "cancelled" and not stopped:
+                        out["interrupted"] += 1
+                        stopped = True
             t = m.get("tokens")
             if isinstance(t, dict):
                 out["input_tokens"] += max(0, _n(t.get("input")) - _n(t.get("cached"))) + _n(t.get("tool"))
@@ -219,7 +245,8 @@ def count(root: Path) -> dict[str, Any]:
                         and e["sessionId"] not in chosen and e["message"].strip()):
                     c = by_session.setdefault(e["sessionId"], count_session([]))
                     c["turns"] += 1
-    total = {k: sum(c[k] for c in by_session.values()) for k in ("turns", "tool_calls", "errors")}
+    total = {k: sum(c[k] for c in by_session.values()) for k in ("turns", "tool_calls", "errors", "rejected",
+                                                                 "interrupted")}
     return {"sessions": len(by_session), **total, "by_session": by_session}
 
 

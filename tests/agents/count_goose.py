@@ -15,7 +15,10 @@ a session id in the database is not counted again):
 * a tool call is an assistant message's `toolRequest` or `frontendToolRequest` part whose
   `toolCall.status` is "success" and whose `toolCall.value.name` is set; it failed when the
   `toolResponse` with its id has `toolResult.status` "error", `value.isError` true, or a text
-  starting "The user has declined to run this tool";
+  starting "The user has declined to run this tool" (refused);
+* approved: a call whose id an assistant's `toolConfirmationRequest` part names, answered neither
+  declined nor interrupted; interrupted: a turn with a response of status "error" whose error
+  starts "Interrupted by the user" (what Goose answers for calls stopped with Ctrl-C), once;
 * tokens: the session's `accumulated_input_tokens` / `accumulated_output_tokens`, else its
   `input_tokens` / `output_tokens`.
 """
@@ -39,6 +42,11 @@ def _figures(messages: list[Any], meta: dict[str, Any]) -> dict[str, int] | None
     turns = calls = 0
     requested: list[str] = []
     failed: set[str] = set()
+    asked: set[str] = set()
+    refused: set[str] = set()
+    answered: set[str] = set()
+    interrupted = 0
+    stopped = False
     seen = 0
     for m in messages:
         if not isinstance(m, dict) or not isinstance(m.get("content"), list):
@@ -53,6 +61,7 @@ def _figures(messages: list[Any], meta: dict[str, Any]) -> dict[str, int] | None
             if visible and any(p.get("type") == "text" and isinstance(p.get("text"), str) and p["text"].strip()
                                for p in parts):
                 turns += 1
+                stopped = False
             for p in parts:
                 if p.get("type") != "toolResponse":
                     continue
@@ -60,12 +69,23 @@ def _figures(messages: list[Any], meta: dict[str, Any]) -> dict[str, int] | None
                 value = result.get("value")
                 items = value.get("content") if isinstance(value, dict) else value
                 texts = [c.get("text") for c in items if isinstance(c, dict)] if isinstance(items, list) else []
+                declined = any(isinstance(t, str) and t.startswith("The user has declined to run this tool")
+                               for t in texts[:1])
                 if result.get("status") == "error" or (isinstance(value, dict) and value.get("isError") is True) \
-                        or any(isinstance(t, str) and t.startswith("The user has declined to run this tool")
-                               for t in texts[:1]):
+                        or declined:
                     failed.add(str(p.get("id")))
+                error = result.get("error") if isinstance(result.get("error"), str) else ""
+                if declined:
+                    refused.add(str(p.get("id")))
+                elif result.get("status") == "error" and error.startswith("Interrupted by the user"):
+                    interrupted += not stopped
+                    stopped = True
+                else:
+                    answered.add(str(p.get("id")))
         else:
             for p in parts:
+                if p.get("type") == "toolConfirmationRequest":
+                    asked.add(str(p.get("id")))
                 call = p.get("toolCall") if isinstance(p.get("toolCall"), dict) else {}
                 value = call.get("value") if isinstance(call.get("value"), dict) else {}
                 name = value.get("name")
@@ -76,7 +96,9 @@ def _figures(messages: list[Any], meta: dict[str, Any]) -> dict[str, int] | None
     if not seen:
         return None
     return {"turns": turns, "tool_calls": calls, "errors": sum(r in failed for r in requested),
-            "input_tokens": _tokens(meta, "input"), "output_tokens": _tokens(meta, "output")}
+            "input_tokens": _tokens(meta, "input"), "output_tokens": _tokens(meta, "output"),
+            "approved": sum(r in asked and r in answered for r in requested),
+            "rejected": sum(r in refused for r in requested), "interrupted": interrupted}
 
 
 def _loads(text: Any) -> Any:
@@ -133,7 +155,8 @@ def count_dir(root: Path) -> dict[str, Any]:
         if figures is not None:
             sessions[path.stem] = figures
     totals = {k: sum(s[k] for s in sessions.values()) for k in
-              ("turns", "tool_calls", "errors", "input_tokens", "output_tokens")}
+              ("turns", "tool_calls", "errors", "input_tokens", "output_tokens", "approved", "rejected",
+               "interrupted")}
     totals["sessions"] = len(sessions)
     return {"sessions": sessions, "totals": totals}
 

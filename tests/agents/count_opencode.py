@@ -18,6 +18,10 @@ Rules, as opencode records a session:
   not blank), or a `subtask` part, or, lacking both, an attached `file` part (and no compaction);
 * a tool call is a `tool` part of the session's own messages; it failed when its state is
   `error`, or when a `bash` call completed with a non-zero `metadata.exit`;
+* refused: a tool part in state `error` whose error starts "The user rejected permission to use
+  this" (the permission prompt answered "reject"); interrupted: a turn (from one counted user
+  message to the next) with an assistant message whose `error.name` is "MessageAbortedError",
+  counted once;
 * tokens: the `step-finish` parts of each assistant message, else (none) the message's own
   `tokens` when any is non-zero; output counts reasoning too.
 
@@ -27,6 +31,8 @@ Rules, as opencode records a session:
 * a tool call is a `tool` item of an `assistant` record's `content`; it failed when its
   `state.status` is `error`, when it completed with `state.metadata.error` true, or when a
   `shell` call completed with a non-zero `state.metadata.exit`;
+* refused as above (the error a string or `error.message`); interrupted: a turn with an `idle`
+  record of `outcome` "interrupted", counted once;
 * tokens: the `tokens` of every `assistant` and `compaction` record (the summarising call),
   each counted once; output counts reasoning too.
 """
@@ -153,9 +159,37 @@ def _calls(messages: list[Message]) -> tuple[int, int]:
     return calls, errors
 
 
+REFUSED = "The user rejected permission to use this"
+
+
+def _refused(state: dict[str, Any]) -> bool:
+    error = state.get("error")
+    text = error if isinstance(error, str) else error.get("message") if isinstance(error, dict) else None
+    return state.get("status") == "error" and isinstance(text, str) and text.lstrip().startswith(REFUSED)
+
+
+def _feedback(messages: list[Message]) -> tuple[int, int]:
+    """(refused calls, interrupted turns) of a session's 1.x messages."""
+    refused = interrupted = 0
+    stopped = False
+    for info, parts in messages:
+        if info.get("role") == "user" and _is_turn(parts):
+            stopped = False
+        if info.get("role") != "assistant":
+            continue
+        refused += sum(1 for p in parts if p.get("type") == "tool" and isinstance(p.get("state"), dict)
+                       and _refused(p["state"]))
+        error = info.get("error") if isinstance(info.get("error"), dict) else {}
+        if error.get("name") == "MessageAbortedError" and not stopped:
+            interrupted += 1
+            stopped = True
+    return refused, interrupted
+
+
 def _entry_figures(records: list[dict[str, Any]]) -> dict[str, Any]:
     """turns, tool calls, failed calls and tokens of a 2.x session's own records."""
-    turns = calls = errors = 0
+    turns = calls = errors = refused = interrupted = 0
+    stopped = False
     tokens = [0, 0, 0, 0]
     for r in records:
         kind = r.get("type")
@@ -163,6 +197,10 @@ def _entry_figures(records: list[dict[str, Any]]) -> dict[str, Any]:
             text = r.get("text")
             if (isinstance(text, str) and text.strip()) or (isinstance(r.get("files"), list) and r["files"]):
                 turns += 1
+                stopped = False
+        if kind == "idle" and r.get("outcome") == "interrupted" and turns and not stopped:
+            interrupted += 1
+            stopped = True
         if kind in ("assistant", "compaction") and isinstance(r.get("tokens"), dict):
             t = r["tokens"]
             cache = t.get("cache") if isinstance(t.get("cache"), dict) else {}
@@ -179,11 +217,13 @@ def _entry_figures(records: list[dict[str, Any]]) -> dict[str, Any]:
             meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
             exit_code = meta.get("exit")
             completed = state.get("status") == "completed"
+            refused += _refused(state)
             if state.get("status") == "error" or (completed and meta.get("error") is True) or (
                     completed and item.get("name") == "shell" and isinstance(exit_code, int)
                     and not isinstance(exit_code, bool) and exit_code != 0):
                 errors += 1
-    return {"turns": turns, "tool_calls": calls, "errors": errors, "tokens": tokens}
+    return {"turns": turns, "tool_calls": calls, "errors": errors, "tokens": tokens, "rejected": refused,
+            "interrupted": interrupted}
 
 
 def count_dir(root: Path) -> dict[str, Any]:
@@ -212,7 +252,9 @@ def count_dir(root: Path) -> dict[str, Any]:
                     tokens = [a + b for a, b in zip(tokens, _tokens(m_info, parts))]
             calls, errors = _calls(own)
             turns = sum(1 for m_info, parts in own if m_info.get("role") == "user" and _is_turn(parts))
-            return {"turns": turns, "tool_calls": calls, "errors": errors, "tokens": tokens}
+            refused, interrupted = _feedback(own)
+            return {"turns": turns, "tool_calls": calls, "errors": errors, "tokens": tokens, "rejected": refused,
+                    "interrupted": interrupted}
 
         for sid, info in infos.items():
             if info.get("parentID") in infos or not (records.get(sid) or messages.get(sid)):
@@ -231,9 +273,11 @@ def count_dir(root: Path) -> dict[str, Any]:
                 "input_tokens": tokens[0], "output_tokens": tokens[1],
                 "cache_read_tokens": tokens[2], "cache_creation_tokens": tokens[3],
                 "subagents": len(descendants), "subagent_tool_calls": sub_calls,
+                "rejected": own["rejected"], "interrupted": own["interrupted"],
             }
     totals = {k: sum(s[k] for s in sessions.values()) for k in
-              ("turns", "tool_calls", "errors", "input_tokens", "output_tokens", "subagents")}
+              ("turns", "tool_calls", "errors", "input_tokens", "output_tokens", "subagents", "rejected",
+               "interrupted")}
     totals["sessions"] = len(sessions)
     return {"sessions": sessions, "totals": totals}
 

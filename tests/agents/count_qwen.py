@@ -17,6 +17,9 @@ Rules, as Qwen Code records a session (`packages/core/src/services/chatRecording
 * a tool call is a `functionCall` part of an `assistant` record; it failed when the
   `tool_result` with its id has status `error` or `cancelled`, or, for `run_shell_command`,
   when its output's last `Exit Code: n` has n != 0;
+* refused: a call whose `tool_result` is `cancelled` and says the user "did not allow tool call"
+  (its text or `resultDisplay`); interrupted: a turn with a call cancelled otherwise, counted
+  once, and not when a refusal in it came first;
 * tokens per assistant record's `usageMetadata`: prompt - cached + tool-use prompt,
   candidates + thoughts, cached.
 """
@@ -60,7 +63,9 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 
 def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
-    out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    out = {"turns": 0, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+           "rejected": 0, "interrupted": 0}
+    stopped = False  # the running turn has its refusal or interruption
     own = [r for r in records if r.get("isSidechain") is not True]
     results: dict[str, tuple[Any, str]] = {}
     for r in records:
@@ -73,6 +78,8 @@ def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
                     results.setdefault(fr.get("id"), (meta.get("status"), ""))
                     resp = fr.get("response") if isinstance(fr.get("response"), dict) else {}
                     text = str(resp.get("output") or resp.get("error") or "")
+                    if isinstance(meta.get("resultDisplay"), str):
+                        text += "\n" + meta["resultDisplay"]
                     results[fr.get("id")] = (meta.get("status"), text)
             if meta.get("callId") not in results:
                 results[meta.get("callId")] = (meta.get("status"), text)
@@ -83,6 +90,7 @@ def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
             if not typed.strip():
                 typed = "".join(p["text"] for p in _parts(r) if isinstance(p.get("text"), str) and not p.get("thought"))
             out["turns"] += bool(typed.strip())
+            stopped = stopped and not typed.strip()
         elif r.get("type") == "system" and r.get("subtype") == "slash_command":
             out["turns"] += (payload.get("phase") == "invocation" and bool(payload.get("rawCommand"))
                              and not payload.get("sentToModel") and not payload.get("hiddenInvocation"))
@@ -95,6 +103,12 @@ def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
                 status, text = results.get(fc.get("id"), (None, ""))
                 codes = EXIT.findall(text) if fc.get("name") == "run_shell_command" else []
                 out["errors"] += status in ("error", "cancelled") or bool(codes and int(codes[-1]) != 0)
+                if status == "cancelled" and "did not allow tool call" in text.lower():
+                    out["rejected"] += 1
+                    stopped = True
+                elif status == "cancelled" and not stopped:
+                    out["interrupted"] += 1
+                    stopped = True
             u = r.get("usageMetadata")
             if isinstance(u, dict):
                 cached = _n(u.get("cachedContentTokenCount"))
@@ -121,7 +135,8 @@ def count(root: Path) -> dict[str, Any]:
         count_gemini.count_session = legacy
     for sid, counts in older.items():
         by_session.setdefault(sid, counts)  # a JSONL session's prompts are in logs.json too
-    total = {k: sum(c[k] for c in by_session.values()) for k in ("turns", "tool_calls", "errors")}
+    total = {k: sum(c[k] for c in by_session.values()) for k in ("turns", "tool_calls", "errors", "rejected",
+                                                                 "interrupted")}
     return {"sessions": len(by_session), **total, "by_session": by_session}
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from jacked.sources.decisions import interrupted, tool_rejected
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.gemini.turns import diff_counts, string_edit_counts
 from jacked.sources.metrics import compute_metrics, elapsed_ms
@@ -250,7 +251,7 @@ class TurnBuilder:
                 self.out.models.append(model)
         if info.get("cancelReason") == "user_cancelled":
             turn.interrupted = True
-            turn.events.append(TurnEvent("feedback", ts, {"kind": "interrupted"}))
+            turn.events.append(interrupted(ts))
         elif info.get("cancelReason") == "streaming_failed":
             failed = info.get("streamingFailedMessage")
             turn.events.append(TurnEvent("command_output", ts, {
@@ -282,8 +283,7 @@ class TurnBuilder:
         for call in denied:
             call.is_error = call.has_result = True
             call.result_brief = DENIED
-            turn.events.append(TurnEvent("feedback", ts, {"kind": "tool_rejected", "tool_name": call.tool_name,
-                                                          "reason": None}))
+            turn.events.append(tool_rejected(ts, call))
         self.asked, self.pending = [], []
 
     def _call(self, kind: str, text: str, ts: str | None, asked: bool) -> None:

@@ -57,12 +57,16 @@ from jacked.sources.codex.records import (
     prompt_key,
     text_of_content,
 )
+from jacked.sources.decisions import mark_interrupted, tool_rejected
 from jacked.sources.metrics import compute_metrics, elapsed_ms
 from jacked.sources.model import READ_TOOLS, SHELL_TOOLS, Invocation, LlmCall, TextUnit, Turn, TurnEvent
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever the reconstruction changes: every Codex session is read again.
-PARSER_VERSION = 2  # 2: one compaction event when a token_count sits between its two records
+PARSER_VERSION = 3  # 2: one compaction event when a token_count sits between its two records; 3: feedback events
+# What Codex tells the model when the user declines a call (codex-rs/core/src/tools/events.rs,
+# `ToolEmitter::finish`; the orchestrator's "rejected by user" for other tools)
+REFUSED_OUTPUTS = frozenset({"exec command rejected by user", "patch rejected by user", "rejected by user"})
 
 MAX_TEXT_CHARS = 200_000
 PATCH_TOOLS = frozenset({"apply_patch"})
@@ -113,6 +117,9 @@ class RolloutBuilder:
         self._patches: dict[int, list[PatchFile]] = {}  # id(invocation) -> its patch's files
         self._reads: dict[int, list[str]] = {}  # id(invocation) -> files its shell command read
         self._end_error: dict[str, bool] = {}  # call_id -> failure said by a patch/MCP end event
+        self._owner: dict[int, Turn] = {}  # id(invocation) -> the turn that made the call
+        self._rejected: set[int] = set()  # id(invocation) of calls the user refused
+        self._declined_ids: set[str] = set()  # call_ids an end event says were declined
         self._compaction_just_noted = False  # the previous line was a compaction (its event is kept)
         self._preamble = False  # the current line opens the next turn (task_started, context, …)
 
@@ -333,6 +340,7 @@ class RolloutBuilder:
             inv.is_error = p.get("status") == "failed"
             inv.result_timestamp = ts
         turn.invocations.append(inv)
+        self._owner[id(inv)] = turn
         self._calls.append((inv, self._tok_seg, self._out_seg))
         if inv.tool_use_id:
             self._pending[inv.tool_use_id] = inv
@@ -353,9 +361,28 @@ class RolloutBuilder:
                 text = strip_ansi(str(end.get("aggregated_output") or end.get("formatted_output") or ""))
         if call_id in self._end_error:
             inv.is_error = self._end_error[call_id]
+        if text.strip().lower() in REFUSED_OUTPUTS or call_id in self._declined_ids:
+            self._reject(inv, ts)
         limit = brief_limit(inv.tool_name, inv.is_error)
         inv.result_brief = short(text, limit) if inv.tool_name in READ_TOOLS else head_and_tail(text, limit)
         self._settle_patch(inv)
+
+    def _reject(self, inv: Invocation, ts: str | None) -> None:
+        """The user refused the call (its output line and its end event are one act)."""
+        if id(inv) in self._rejected:
+            return
+        self._rejected.add(id(inv))
+        inv.is_error = True
+        self._owner[id(inv)].events.append(tool_rejected(ts, inv))
+
+    def _declined(self, call_id: Any, ts: str | None) -> None:
+        """An end event's `status: declined` (releases that persist end events)."""
+        if not isinstance(call_id, str):
+            return
+        self._declined_ids.add(call_id)
+        inv = self._pending.get(call_id)
+        if inv is not None and inv.has_result:
+            self._reject(inv, ts)
 
     def _settle_patch(self, inv: Invocation) -> None:
         files = self._patches.get(id(inv))
@@ -409,7 +436,8 @@ class RolloutBuilder:
                 self._turn_id(p["turn_id"])
         elif etype == "turn_aborted":
             if self.cur is not None and p.get("reason") in (None, "interrupted"):
-                self.cur.interrupted = True
+                running = next((i for i in reversed(self.cur.invocations) if not i.has_result), None)
+                mark_interrupted(self.cur, ts, running)
         elif etype == "context_compacted":
             self._compaction_mark(ts, event=not self._compaction_just_noted)
         elif etype == "thread_name_updated":
@@ -420,10 +448,14 @@ class RolloutBuilder:
             call_id = p.get("call_id")
             if isinstance(call_id, str):
                 self._exec_end[call_id] = p
+                if p.get("status") == "declined":
+                    self._declined(call_id, ts)
                 inv = self._pending.get(call_id)
                 if inv is not None and inv.has_result:
                     self._apply_exec_end(inv, p)
         elif etype == "patch_apply_end":
+            if p.get("status") == "declined":
+                self._declined(p.get("call_id"), ts)
             if isinstance(p.get("success"), bool):
                 self._end_event_error(p.get("call_id"), not p["success"])
         elif etype == "mcp_tool_call_end":

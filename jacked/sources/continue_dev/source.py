@@ -36,9 +36,10 @@ from typing import Any
 import orjson
 
 from jacked.sources.base import FoundSession
+from jacked.sources.decisions import tool_rejected
 from jacked.sources.briefs import brief_input, brief_limit, head_and_tail
 from jacked.sources.metrics import compute_metrics
-from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
+from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn
 from jacked.sources.opencode.build import iso
 from jacked.sources.paths import home_dir, path_of_uri, repo_name_of, resolve_path
 from jacked.sources.values import as_count, as_object, nonblank
@@ -263,9 +264,7 @@ class _Builder:
         turn.invocations.append(inv)
         self.calls[call_id] = inv
         if status == "canceled":
-            turn.events.append(TurnEvent("feedback", None, {"kind": "tool_rejected", "tool_name": name,
-                                                            "tool_use_id": call_id,
-                                                            "target": inv.command or inv.file_path, "reason": None}))
+            turn.events.append(tool_rejected(None, inv))
 
     def finish(self, ended: str | None) -> list[Turn]:
         for turn in self.turns:

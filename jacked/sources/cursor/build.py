@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from jacked.sources.decisions import interrupted, tool_approved, tool_rejected
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, head_and_tail, short
 from jacked.sources.metrics import fill_subagent_counts, finish_turns
 from jacked.sources.model import (
@@ -42,7 +43,6 @@ from jacked.sources.model import (
     Subagent,
     TextUnit,
     Turn,
-    TurnEvent,
 )
 from jacked.sources.opencode.build import iso
 from jacked.sources.paths import path_of_uri, repo_name_of, resolve_path
@@ -209,14 +209,10 @@ class ChatBuilder:
         if not inv.is_error and (name in EDIT_TOOLS or name in WRITE_TOOLS):
             _file_change(inv, out)
         turn.invocations.append(inv)
-        target = inv.command or inv.file_path
         if decision == "accepted":
-            turn.events.append(TurnEvent("decision", ts, {"kind": "approval", "tool_name": name, "target": target,
-                                                          "outcome": "approved"}))
+            turn.events.append(tool_approved(ts, inv))
         elif decision == "rejected":
-            turn.events.append(TurnEvent("feedback", ts, {"kind": "tool_rejected", "tool_name": name,
-                                                          "tool_use_id": inv.tool_use_id, "target": target,
-                                                          "reason": None}))
+            turn.events.append(tool_rejected(ts, inv))
 
     def finish(self, aborted: bool = False) -> Built:
         turns = self.out.turns
@@ -224,9 +220,7 @@ class ChatBuilder:
             last = turns[-1]
             last.interrupted = True
             running = next((i for i in reversed(last.invocations) if not i.has_result), None)
-            last.events.append(TurnEvent("feedback", last.ended_at, {
-                "kind": "interrupted", "tool_name": running.tool_name if running else None,
-                "tool_use_id": running.tool_use_id if running else None}))
+            last.events.append(interrupted(last.ended_at, running))
         finish_turns(turns)
         return self.out
 

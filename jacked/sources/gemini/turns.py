@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
+from jacked.sources.decisions import interrupted, tool_rejected
 from jacked.sources.metrics import compute_metrics, elapsed_ms
 from jacked.sources.model import (
     AGENT_TOOLS,
@@ -51,13 +52,17 @@ from jacked.sources.model import (
 from jacked.sources.textclean import strip_ansi
 from jacked.util.time import parse_ts
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: refusals and interruptions as feedback events
 
 MAX_TEXT_CHARS = 200_000
 REFERENCE_CONTENT_START = "--- Content from referenced files ---"
 CONTEXT_PREFIXES = ("<session_context>", "<hook_context>")
 SNAPSHOT_TAG = "<state_snapshot>"
 CANCELLED_NOTICE = "Request cancelled."
+# The reason Gemini CLI (and Qwen Code) give a call the user declined at its confirmation
+# (`coreToolScheduler.ts`, `handleConfirmationResponse`: status `cancelled`); a call cancelled
+# otherwise was stopped while it ran (Esc / Ctrl-C).
+DECLINED_REASON = "did not allow tool call"
 NOTICE_TYPES = frozenset({"info", "warning", "error"})
 EXIT_PLAN_TOOL = "exit_plan_mode"
 
@@ -194,6 +199,7 @@ class TurnBuilder:
         self.responses: dict[str, dict[str, Any]] = {}
         self.after_snapshot = False
         self.calling_messages: dict[str, int] = {}  # message id -> sequence, in the current turn
+        self.stopped: set[int] = set()  # id() of turns with a refusal or interruption reported
 
     def build(self) -> Built:
         for msg in self.messages:
@@ -282,12 +288,19 @@ class TurnBuilder:
         self._start(strip_ansi(prompt[:MAX_TEXT_CHARS]), ts, prompt.startswith("/"),
                     msg.get("id") if isinstance(msg.get("id"), str) else None)
 
+    def _interrupt(self, turn: Turn, ts: str | None, running: Invocation | None = None) -> None:
+        """The user stopped the turn: one `interrupted` feedback, unless a refusal already said it."""
+        turn.interrupted = True
+        if id(turn) not in self.stopped:
+            self.stopped.add(id(turn))
+            turn.events.append(interrupted(ts, running))
+
     def _notice(self, msg: dict[str, Any], mtype: str, ts: str | None) -> None:
         text = text_of(msg.get("content")).strip()
         if self.cur is None or not text:
             return
         if text == CANCELLED_NOTICE:
-            self.cur.interrupted = True
+            self._interrupt(self.cur, ts)
         output = strip_ansi(short(text, 1000))
         self.cur.events.append(TurnEvent("command_output", ts, {"output": output, "level": mtype}))
         self._extend(ts)
@@ -366,7 +379,12 @@ class TurnBuilder:
         if name in SHELL_TOOLS and shell_failed(text):
             inv.is_error = True
         if status == "cancelled" and self.cur is not None:
-            self.cur.interrupted = True
+            if DECLINED_REASON in text[:300].lower():
+                self.cur.interrupted = True  # declining a call ends the turn: the refusal says it
+                self.cur.events.append(tool_rejected(when, inv))
+                self.stopped.add(id(self.cur))
+            else:
+                self._interrupt(self.cur, when, inv)
         if inv.has_result:
             inv.result_timestamp = when
             text = strip_ansi(text)

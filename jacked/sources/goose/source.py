@@ -22,7 +22,10 @@ the turn model:
 * `toolResponse` parts (in `user` messages) answer calls by id: `toolResult.status` "error", or
   `value.isError`, is a failed call; Goose's answer for a call the user declined
   ("The user has declined to run this tool") is a failed call and a `feedback` event
-  `tool_rejected`;
+  `tool_rejected`; a call Goose asked about (a `toolConfirmationRequest` part with its id) and
+  answered otherwise is a `decision` event `approval`; "Interrupted by the user to make a
+  correction" (Goose's answer for calls stopped with Ctrl-C) interrupts the turn (one `feedback`
+  event `interrupted`);
 * `thinking`, `redactedThinking`, `image`, confirmations and notifications are not part of the
   conversation. Goose records tokens per session only (`accumulated_*_tokens`, else the last
   reply's): they are one API call on the session's last turn; the model from `model_config_json`.
@@ -44,18 +47,22 @@ import orjson
 
 from jacked.sources.base import FoundSession, stat_fingerprint
 from jacked.sources.briefs import brief_input, brief_limit, head_and_tail
+from jacked.sources.decisions import mark_interrupted, tool_approved, tool_rejected
 from jacked.sources.goose.db import GooseDb
 from jacked.sources.metrics import finish_turns
-from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
+from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn
 from jacked.sources.opencode.build import iso
 from jacked.sources.paths import home_dir, repo_name_of, resolve_path
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: approvals and interruptions
 MAX_FILE_BYTES = 64 << 20
 MAX_TEXT_CHARS = 200_000
 DB_NAME = "sessions.db"
 DECLINED = "The user has declined to run this tool"
+# What Goose answers for the calls that ran when the user pressed Ctrl-C (goose-cli
+# `session/mod.rs`, `handle_interrupted_messages`; the desktop app writes the same words)
+INTERRUPTED = "Interrupted by the user to make a correction"
 EDITOR_COMMANDS = {"view": "view", "write": "write", "create": "write", "str_replace": "edit", "insert": "edit",
                    "edit": "edit", "undo_edit": "edit"}
 REQUESTS = ("toolRequest", "frontendToolRequest")
@@ -237,6 +244,7 @@ class _Builder:
         self.turns: list[Turn] = []
         self.messages = self.unknown = self.malformed = 0
         self.calls: dict[str, Invocation] = {}
+        self.asked: set[str] = set()  # ids of calls Goose asked the user to confirm (`toolConfirmationRequest`)
 
     def _turn(self, at: str | None) -> Turn:
         if not self.turns:
@@ -278,6 +286,8 @@ class _Builder:
         sequence = len({i.message_id for i in turn.invocations})
         position = 0
         for part in content:
+            if isinstance(part, dict) and part.get("type") == "toolConfirmationRequest":
+                self.asked.add(str(part.get("id")))
             if not isinstance(part, dict) or part.get("type") not in REQUESTS:
                 continue
             call = as_object(part.get("toolCall"))
@@ -306,11 +316,13 @@ class _Builder:
         inv.has_result, inv.is_error, inv.result_timestamp = True, failed or declined, at
         if text:
             inv.result_brief = head_and_tail(text, brief_limit(inv.tool_name, inv.is_error))
+        turn = next(t for t in reversed(self.turns) if any(i is inv for i in t.invocations))
         if declined:
-            turn = next(t for t in reversed(self.turns) if any(i is inv for i in t.invocations))
-            turn.events.append(TurnEvent("feedback", at, {"kind": "tool_rejected", "tool_name": inv.tool_name,
-                                                          "tool_use_id": inv.tool_use_id,
-                                                          "target": inv.command or inv.file_path, "reason": None}))
+            turn.events.append(tool_rejected(at, inv))
+        elif text.startswith(INTERRUPTED):
+            mark_interrupted(turn, at, inv)
+        elif inv.tool_use_id in self.asked:  # the user was asked, and let it run
+            turn.events.append(tool_approved(at, inv))
 
     def session(self, found: FoundSession, path: Path, row: Mapping[str, Any], started: str | None,
                 ended: str | None, lines: int) -> Session:

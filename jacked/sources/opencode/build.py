@@ -44,6 +44,7 @@ from datetime import datetime, UTC
 from typing import Any
 
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
+from jacked.sources.decisions import mark_interrupted, tool_rejected
 from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
 from jacked.sources.model import (
     AGENT_TOOLS,
@@ -64,7 +65,7 @@ from jacked.sources.paths import repo_name_of
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever what `build_session` returns changes: every opencode session is read again.
-PARSER_VERSION = 3  # 3: the cost opencode recorded per response is kept
+PARSER_VERSION = 4  # 3: the cost opencode recorded per response is kept; 4: feedback events
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish", "patch", "snapshot", "file",
@@ -76,6 +77,13 @@ CONTENT_TYPES = frozenset({"text", "reasoning", "tool"})
 TASK_TOOLS = AGENT_TOOLS | {"subagent"}  # 2.x names opencode's task tool `subagent`
 FILE_TOOLS = READ_TOOLS | WRITE_TOOLS | EDIT_TOOLS
 MAX_EVENT_CHARS = 1000
+# The error a tool part gets when the user answers its permission prompt with "reject"
+# (anomalyco/opencode 0197fee96cdea6790eeb905cee48d894d6d2e53d, `permission/index.ts`:
+# `RejectedError`, and `CorrectedError` "… with the following feedback: <what the user typed>";
+# earlier releases add "You may try again with different parameters."). `DeniedError` ("The user
+# has specified a rule …") is the configuration refusing, not the user: no feedback.
+REJECTED_PERMISSION = "The user rejected permission to use this"
+REJECTION_FEEDBACK = "with the following feedback:"
 # The title opencode gives a session until its title agent names it: not a title of its own.
 DEFAULT_TITLE = re.compile(r"^(?:New session|Child session) - \d{4}-\d{2}-\d{2}T")
 SUBAGENT_TITLE = re.compile(r"^(.*) \(@([^()]+) subagent\)\s*$", re.S)
@@ -246,9 +254,7 @@ class SessionBuilder:
             self.agents.append(agent)
         if self.cwd is None:
             self.cwd = _str(_dict(message.get("path")).get("cwd"))
-        error = _dict(message.get("error"))
-        if error.get("name") == "MessageAbortedError":
-            turn.interrupted = True
+        aborted = _dict(message.get("error")).get("name") == "MessageAbortedError"
         is_summary = message.get("summary") is True
         summary: list[str] = []
         calls: dict[int, LlmCall] = {}
@@ -282,6 +288,8 @@ class SessionBuilder:
                     turn.assistant_text = self.last_assistant_text = text[:MAX_TEXT_CHARS]
         if not finished and isinstance(message.get("tokens"), dict):
             _usage(llm(1 if step else 0), message["tokens"], only_if_any=True, cost=message.get("cost"))
+        if aborted:
+            _interrupt(turn, ts)
         if is_summary and summary:
             turn.compacted = True
             self.texts.append(TextUnit("compact_summary", "\n".join(summary)[:MAX_TEXT_CHARS], ts, turn.index))
@@ -323,6 +331,9 @@ class SessionBuilder:
         elif status == "error":
             inv.has_result = inv.is_error = True
             text = given if isinstance(given := state.get("error"), str) else ""
+            if text.lstrip().startswith(REJECTED_PERMISSION):
+                reason = text.partition(REJECTION_FEEDBACK)[2].strip() or None
+                turn.events.append(tool_rejected(end or ts, inv, reason))
         if inv.has_result:
             inv.result_timestamp = end
             text = strip_ansi(text)
@@ -352,7 +363,7 @@ class SessionBuilder:
         elif kind == "idle":
             self._touch(iso(_dict(entry.get("time")).get("created")))
             if entry.get("outcome") == "interrupted" and self.cur is not None:
-                self.cur.interrupted = True
+                _interrupt(self.cur, iso(_dict(entry.get("time")).get("created")))
         elif kind.__class__ is not str or kind not in ENTRY_TYPES:
             self.unknown += 1  # kept in the count, never fatal
 
@@ -481,6 +492,14 @@ def _usage(call: LlmCall, tokens: Any, only_if_any: bool = False, cost: Any = No
     call.has_usage = True
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         call.agent_cost_usd = float(cost)
+
+
+def _interrupt(turn: Turn, ts: str | None) -> None:
+    """The user stopped the turn, naming the call left unfinished (opencode ends a running call as an
+    error "Tool execution aborted")."""
+    running = next((i for i in reversed(turn.invocations) if not i.has_result
+                    or i.is_error and "aborted" in (i.result_brief or "")[:100].lower()), None)
+    mark_interrupted(turn, ts, running)
 
 
 def _tool_part(p: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,12 @@ How the events map onto the turn model:
   `rejected`), a `run` whose `extras.metadata.exit_code` is neither 0 nor -1 (still running)
   failed; an `edit` observation's `old_content` / `new_content` give its lines (a file that did
   not exist before: a `write`);
-* the agent stopped or paused (`agent_state_changed` to `stopped` / `paused`) interrupts the turn;
+* confirmation mode (`AgentController.set_agent_state_to`): an action waiting for the user
+  (`confirmation_state`, older `is_confirmed`, "awaiting_confirmation") is written again under a
+  new id once answered — "confirmed" (a `decision` event `approval`) or "rejected" — so only the
+  answered one is a call;
+* the agent stopped or paused (`agent_state_changed` to `stopped` / `paused`) interrupts the turn
+  (one `feedback` event `interrupted` per turn);
   a `condensation` with a `summary` compacts it.
 """
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 import orjson
 
 from jacked.sources.base import FoundSession, stat_fingerprint
+from jacked.sources.decisions import mark_interrupted, tool_approved, tool_rejected
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.metrics import finish_turns
 from jacked.sources.model import Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
@@ -44,7 +50,7 @@ from jacked.sources.opencode.build import diff_counts
 from jacked.sources.paths import home_dir, repo_name_of
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 MAX_EVENT_BYTES = 32 << 20
 MAX_TEXT_CHARS = 200_000
 NOT_CALLS = frozenset({"message", "finish", "system", "start", "recall", "condensation", "condensation_request",
@@ -157,7 +163,7 @@ class OpenHandsSource:
         folder: Path = found.extra["folder"]
         events, records, malformed = read_events(folder)
         meta = as_object(_load(folder / "metadata.json"))
-        builder = _Builder()
+        builder = _Builder(found.session_id)
         for event in events:
             builder.feed(event)
         turns = builder.finish()
@@ -179,7 +185,8 @@ class OpenHandsSource:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
         self.turns: list[Turn] = []
         self.texts: list[TextUnit] = []
         self.models: list[str] = []
@@ -191,6 +198,7 @@ class _Builder:
         self.responses: set[str] = set()
         self.steps: dict[str, int] = {}
         self.rejected: set[int] = set()
+        self.awaiting = False  # an action waits for the user's confirmation (written again once answered)
 
     def _turn(self, ts: str | None) -> Turn:
         if not self.turns:
@@ -224,7 +232,10 @@ class _Builder:
             if text is not None:
                 index = self.turns[-1].index + 1 if self.turns else 1
                 self.turns.append(Turn(index=index, prompt=text[:MAX_TEXT_CHARS], started_at=ts, ended_at=ts,
-                                       started_by="prompt", prompt_uuid=str(event.get("id"))))
+                                       started_by="prompt",
+                                       # event ids restart at 0 in every conversation: the id alone
+                                       # would make turns of others look like copies of this one
+                                       prompt_uuid=f"{self.conversation_id}/{event.get('id')}"))
             self._touch(self._turn(ts), ts)
             return
         if source != "agent" or (action in NOT_CALLS and action not in ("message", "finish") and not self.turns):
@@ -244,7 +255,14 @@ class _Builder:
             if summary:
                 self.texts.append(TextUnit("compact_summary", summary[:MAX_TEXT_CHARS], ts, turn.index))
         elif action not in NOT_CALLS:
+            confirmation = args.get("confirmation_state", args.get("is_confirmed"))
+            if confirmation == "awaiting_confirmation":
+                self.awaiting = True  # not a call yet: the same action comes again with the answer
+                return
             self._call(turn, event, action, args, ts)
+            if confirmation == "confirmed" and self.awaiting:
+                turn.events.append(tool_approved(ts, turn.invocations[-1]))
+            self.awaiting = False
 
     def _usage(self, turn: Turn, event: dict[str, Any], ts: str | None) -> None:
         response = as_object(as_object(event.get("tool_call_metadata")).get("model_response"))
@@ -287,7 +305,7 @@ class _Builder:
             inv.subagent_type = nonblank(args.get("agent"))
         if action == "edit":
             _edit_lines(inv, args)
-        if args.get("confirmation_state") == "rejected":
+        if args.get("confirmation_state", args.get("is_confirmed")) == "rejected":
             self._reject(turn, inv, ts)
         turn.invocations.append(inv)
         if isinstance(event.get("id"), int):
@@ -298,9 +316,7 @@ class _Builder:
             return  # the action's own state and its `user_rejected` observation: one act
         self.rejected.add(id(inv))
         inv.is_error = True
-        turn.events.append(TurnEvent("feedback", ts, {"kind": "tool_rejected", "tool_name": inv.tool_name,
-                                                      "tool_use_id": inv.tool_use_id,
-                                                      "target": inv.command or inv.file_path, "reason": None}))
+        turn.events.append(tool_rejected(ts, inv))
 
     def _observation(self, event: dict[str, Any], observation: str, ts: str | None) -> None:
         extras = as_object(event.get("extras"))
@@ -311,10 +327,7 @@ class _Builder:
         if observation == "agent_state_changed":
             if extras.get("agent_state") in INTERRUPTED_STATES and turn.index >= 1:
                 running = next((i for i in reversed(turn.invocations) if not i.has_result), None)
-                turn.interrupted = True
-                turn.events.append(TurnEvent("feedback", ts, {
-                    "kind": "interrupted", "tool_name": running.tool_name if running else None,
-                    "tool_use_id": running.tool_use_id if running else None}))
+                mark_interrupted(turn, ts, running)
             return
         if observation == "run" and self.cwd is None:
             self.cwd = nonblank(as_object(extras.get("metadata")).get("working_dir"))

@@ -48,7 +48,6 @@ class QwenChat:
     messages: list[dict[str, Any]] = field(default_factory=list)
     subagents: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # agent id -> messages
     subagent_names: dict[str, str] = field(default_factory=dict)
-    cancelled_calls: set[str] = field(default_factory=set)
     approval_modes: list[tuple[str | None, str]] = field(default_factory=list)  # (time, mode)
     lines: int = 0
     malformed: int = 0
@@ -155,7 +154,6 @@ def load_chat(path: Path) -> QwenChat:
     if not records:
         raise ValueError("not a Qwen Code chat file (no chat record)")
     results = _results(records)
-    chat.cancelled_calls = {cid for cid, r in results.items() if r["status"] == "cancelled"}
     for rec in records:
         ts = _str(rec.get("timestamp"))
         if ts:

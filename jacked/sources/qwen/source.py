@@ -23,7 +23,7 @@ from jacked.sources.gemini.source import GeminiSource
 from jacked.sources.gemini.turns import PARSER_VERSION as GEMINI_PARSER_VERSION
 from jacked.sources.gemini.turns import build_turns
 from jacked.sources.metrics import fill_subagent_counts
-from jacked.sources.model import AGENT_TOOLS, Session, Subagent, TextUnit, Turn, TurnEvent
+from jacked.sources.model import AGENT_TOOLS, Session, Subagent, TextUnit, Turn
 from jacked.sources.paths import repo_name_of
 from jacked.sources.qwen.records import QwenChat, load_chat
 
@@ -80,7 +80,6 @@ class QwenSource:
         path = Path(found.location)
         chat = load_chat(path)
         built = build_turns(chat.messages)
-        _mark_rejections(built.turns, chat)
         s = Session(session_id=found.session_id, file=str(path.absolute()), agent=self.name,
                     project_dir=path.parent.parent.name, cwd=chat.cwd, repo_name=repo_name_of(chat.cwd),
                     git_branch=chat.git_branch,
@@ -93,15 +92,6 @@ class QwenSource:
             s.texts.append(TextUnit("custom_title", chat.title, s.ended_at, None))
         s.subagents = _subagents(chat, path, s.turns)
         return s
-
-
-def _mark_rejections(turns: list[Turn], chat: QwenChat) -> None:
-    """A call the user declined (or stopped) is recorded as `cancelled`: the user's feedback."""
-    for turn in turns:
-        for inv in turn.invocations:
-            if inv.tool_use_id in chat.cancelled_calls:
-                turn.events.append(TurnEvent("feedback", inv.timestamp or turn.started_at,
-                                             {"kind": "tool_rejected", "tool_name": inv.tool_name, "reason": None}))
 
 
 def _subagents(chat: QwenChat, path: Path, turns: list[Turn]) -> list[Subagent]:
