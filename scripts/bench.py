@@ -1164,12 +1164,12 @@ def bench_servemem(claude_dir: Path, repeat: int) -> dict[str, float]:
         built = home / ".built.json"
         env = dict(_scale_env(corpus, home), JACKED_DAEMON_IDLE_MINUTES="60")
 
-        def daemon_pid() -> int:
+        def daemon_pid(env: dict[str, str] = env) -> int:
             subprocess.run(_JACKED + ["daemon", "start"], env=env, capture_output=True, check=True, cwd=_CWD)
             return int(json.loads(subprocess.run(_JACKED + ["daemon", "status", "--json"], env=env, capture_output=True,
                                                  text=True, check=True, cwd=_CWD).stdout)["pid"])
 
-        def stop() -> None:
+        def stop(env: dict[str, str] = env) -> None:
             subprocess.run(_JACKED + ["daemon", "stop"], env=env, capture_output=True, cwd=_CWD)
 
         if not built.exists():
