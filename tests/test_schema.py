@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
-from kit import REAL
+from kit import REAL, suite_mode
 from typer.testing import CliRunner
 
 from jacked.config import Settings, load_settings
@@ -41,7 +41,7 @@ def _cli(settings: Settings, *args: str) -> Any:
     from jacked.surfaces.cli.main import app
 
     env = {"CLAUDE_CONFIG_DIR": str(settings.claude_dir), "JACKED_HOME": str(settings.home),
-           "JACKED_USER_NAME": "ada", "JACKED_DAEMON": "off"}
+           "JACKED_USER_NAME": "ada", **suite_mode()}
     done = CliRunner().invoke(app, [*args, "--json"], env=env)
     assert done.exit_code == 0, (args, done.output)
     return json.loads(done.stdout)
