@@ -177,10 +177,10 @@ def file_snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
 def copy_home(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> None:
     """A copy of a JACKED_HOME, also one whose daemon runs (JACKED_TEST_DAEMON=on): without the
-    daemon's socket, which cannot be copied, and its locks, which belong to the running one; `skip`:
-    more names to leave out."""
+    daemon's socket, which cannot be copied, and its locks and pid file, which belong to the running
+    one; `skip`: more names to leave out."""
     def live(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if n.endswith(".lock") or n in skip
+        return [n for n in names if n.endswith((".lock", ".pid")) or n in skip
                 or stat.S_ISSOCK(os.lstat(os.path.join(folder, n)).st_mode)]
 
     shutil.copytree(src, dst, ignore=live)

@@ -107,7 +107,7 @@ def test_unknown_names_and_values_are_one_line_errors_naming_the_valid_ones(inde
     from jacked.surfaces.ui.api import ApiError, UiApi
 
     env = dict(os.environ, CLAUDE_CONFIG_DIR=str(indexed.claude_dir), JACKED_HOME=str(indexed.home),
-               JACKED_USER_NAME="ada", JACKED_DAEMON="off")
+               JACKED_USER_NAME="ada")
     exe = str(Path(sys.executable).parent / "jacked")
     types = f"unknown content type 'bogus': use one of {', '.join(CONTENT_TYPES)}"
     from jacked.sources.registry import SOURCES

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
-from kit import REAL
+from kit import REAL, suite_mode
 from typer.testing import CliRunner
 
 from jacked.config import Settings, load_settings
@@ -42,7 +42,7 @@ def _cli(settings: Settings, *args: str, lines: bool = False, env: dict[str, str
     from jacked.surfaces.cli.main import app
 
     env = {"CLAUDE_CONFIG_DIR": str(settings.claude_dir), "JACKED_HOME": str(settings.home),
-           "JACKED_USER_NAME": "ada", "JACKED_DAEMON": "off", **(env or {})}
+           "JACKED_USER_NAME": "ada", **suite_mode(), **(env or {})}
     done = CliRunner().invoke(app, [*args] if lines else [*args, "--json"], env=env)
     assert done.exit_code == 0, (args, done.output)
     return [json.loads(line) for line in done.stdout.splitlines()] if lines else json.loads(done.stdout)

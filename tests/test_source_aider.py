@@ -311,7 +311,7 @@ def test_backfill_cli_reads_aider_and_agent_filter(tmp_path: Path) -> None:
     root = tmp_path / "projects"
     shutil.copytree(HAND, root)
     env = {**os.environ, "JACKED_HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
-           "JACKED_AIDER_ROOT": str(root), "JACKED_DAEMON": "off", "TZ": "UTC"}
+           "JACKED_AIDER_ROOT": str(root), "TZ": "UTC"}
     (tmp_path / "claude").mkdir()
     jacked = [str(Path(sys.executable).parent / "jacked")]
     before = _snapshot(root)

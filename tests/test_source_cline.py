@@ -19,7 +19,7 @@ from jacked.sources.cline.source import CLINE, KILO, ROO, ClineFamilySource, edi
 from jacked.sources.cline.turns import edit_counts
 from jacked.sources.model import Session
 from jacked.sources.registry import SOURCES
-from kit import agent_module, assert_agrees_with_count, file_snapshot
+from kit import agent_module, assert_agrees_with_count, file_snapshot, suite_mode
 
 HERE = Path(__file__).parent
 CONFIG = HERE / "fixtures" / "cline" / "hand" / "config"
@@ -219,7 +219,7 @@ def test_backfill_search_agent_filter_and_status_in_the_cli(tmp_path: Path) -> N
     storage = config / "Code" / "User" / "globalStorage"
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
     env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(config), JACKED_HOME=str(tmp_path / "home"),
-               CLAUDE_CONFIG_DIR=str(tmp_path / "claude"), JACKED_DAEMON="off", NO_COLOR="1")
+               CLAUDE_CONFIG_DIR=str(tmp_path / "claude"), NO_COLOR="1", **suite_mode())
     (tmp_path / "claude").mkdir()
     jacked = [str(Path(sys.executable).parent / "jacked")]
     before = file_snapshot(config)

@@ -72,7 +72,7 @@ def test_real_sessions_match_the_independent_count() -> None:
     for sid, s in sessions.items():
         assert figures(s) == counted["sessions"][sid], sid
     assert counted["totals"] == {"turns": 6, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0,
-                                 "sessions": 4}
+                                 "rejected": 0, "sessions": 4}
 
 
 def test_real_chat_sessions_of_december_2024() -> None:

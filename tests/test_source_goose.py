@@ -301,7 +301,7 @@ def test_backfill_cli_and_agent_filter(tmp_path: Path) -> None:
     root = tmp_path / "goose"
     shutil.copytree(HAND, root)
     env = {**os.environ, "JACKED_HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
-           "JACKED_GOOSE_DIR": str(root), "JACKED_DAEMON": "off", "HOME": str(tmp_path)}
+           "JACKED_GOOSE_DIR": str(root), "HOME": str(tmp_path)}
     (tmp_path / "claude").mkdir()
     jacked = [str(Path(sys.executable).parent / "jacked")]
     before = file_snapshot(root)

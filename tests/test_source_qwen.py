@@ -20,7 +20,7 @@ from jacked.sources.base import FoundSession
 from jacked.sources.model import Session
 from jacked.sources.qwen.source import QwenSource
 from jacked.sources.registry import SOURCES
-from kit import agent_module, assert_agrees_with_count, file_snapshot
+from kit import agent_module, assert_agrees_with_count, file_snapshot, suite_mode
 
 HERE = Path(__file__).parent
 HAND = HERE / "fixtures" / "qwen" / "hand" / ".qwen"
@@ -242,7 +242,7 @@ def test_writer_round_trip(tmp_path: Path) -> None:
 def _run(args: list[str], home: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JACKED_", "QWEN_"))}
     env.update(HOME=str(home), JACKED_HOME=str(home / "jh"), CLAUDE_CONFIG_DIR=str(home / ".claude"),
-               JACKED_DAEMON="off", NO_COLOR="1", **extra)
+               NO_COLOR="1", **suite_mode(), **extra)
     return subprocess.run([str(Path(sys.executable).parent / "jacked"), *args], capture_output=True, text=True,
                           env=env, timeout=600)
 

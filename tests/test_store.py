@@ -410,3 +410,38 @@ def test_server_model_record_persists(tmp_path: Path, corpus: list[Point]) -> No
             assert st.count() == len(CORPUS)
     finally:
         client.close()
+
+
+def test_sparse_copy_keeps_holes_and_leaves_out_sockets_and_pipes(tmp_path: Path) -> None:
+    """A read-only home's index is opened from a sparse copy (`copy_tree_sparse`): its files keep their
+    bytes and holes, and a socket or named pipe in the folder (which cannot be copied) is left out
+    instead of failing the open."""
+    import socket
+    import stat
+
+    from jacked.util.fs import copy_tree_sparse
+
+    src = tmp_path / "shard"
+    (src / "segments").mkdir(parents=True)
+    data = src / "segments" / "data.bin"
+    with data.open("wb") as fh:  # 64 MiB spanned, two 4 KiB pieces written: the rest is a hole
+        fh.write(b"a" * 4096)
+        fh.seek(64 << 20)
+        fh.write(b"z" * 4096)
+    os.mkfifo(src / "pipe")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    cwd = os.getcwd()
+    os.chdir(src)  # a relative address: the temp path may be longer than a socket address allows
+    try:
+        listener.bind("daemon.sock")
+    finally:
+        os.chdir(cwd)
+    try:
+        assert stat.S_ISSOCK(os.lstat(src / "daemon.sock").st_mode)
+        copy_tree_sparse(src, tmp_path / "copy")
+    finally:
+        listener.close()
+    copied = tmp_path / "copy" / "segments" / "data.bin"
+    assert copied.read_bytes() == data.read_bytes()
+    assert copied.stat().st_blocks * 512 < (1 << 20)  # the hole stayed a hole
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["segments"]

@@ -20,7 +20,8 @@ from typing import Any
 
 import independent_count as ic
 import pytest
-from kit import REAL, SID, assistant, claude_dir_with, prompt, result, scanned_real, system, text, tool_use, write_jsonl
+from kit import (REAL, SID, assistant, claude_dir_with, prompt, result, scanned_real, suite_mode, system, text, tool_use,
+                 write_jsonl)
 
 from jacked.catalog import Catalog
 from jacked.config import load_settings
@@ -203,7 +204,7 @@ def test_price_overrides_replace_or_add_and_bad_ones_are_named() -> None:
 # --------------------------------------------------------------------------- the CLI
 def _cli(args: list[str], claude: Path, home: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JACKED_")}
-    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), JACKED_DAEMON="off", NO_COLOR="1",
+    env.update(CLAUDE_CONFIG_DIR=str(claude), JACKED_HOME=str(home), NO_COLOR="1", **suite_mode(),
                HOME=str(home.parent), **env_extra)
     script = Path(sys.executable).parent / "jacked"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "jacked.surfaces.cli.main"]

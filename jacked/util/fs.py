@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -79,10 +80,24 @@ def read_only_dir(directory: Path) -> bool:
 
 def copy_tree_sparse(source: Path, target: Path) -> None:
     """Copy the folder `source` to `target` (made), keeping files' holes: an index's memory-mapped
-    files are mostly preallocated holes (an Edge shard of 1.3 MB on disk spans 244 MB)."""
+    files are mostly preallocated holes (an Edge shard of 1.3 MB on disk spans 244 MB). Only
+    folders and regular files are copied: a socket cannot be, and opening a named pipe would wait
+    for a writer forever."""
     import shutil
 
-    shutil.copytree(source, target, copy_function=_copy_sparse)
+    shutil.copytree(source, target, copy_function=_copy_sparse, ignore=_not_files)
+
+
+def _not_files(folder: str, names: list[str]) -> list[str]:
+    """The entries of `folder` that are neither folders nor regular files (sockets, pipes, devices)."""
+    def special(name: str) -> bool:
+        try:
+            mode = os.stat(os.path.join(folder, name)).st_mode
+        except OSError:
+            return False  # a dangling link: copytree reports it as it always has
+        return not (stat.S_ISDIR(mode) or stat.S_ISREG(mode))
+
+    return [name for name in names if special(name)]
 
 
 def _copy_sparse(source: str, target: str) -> None:
