@@ -117,7 +117,7 @@ def test_independent_totals_are_the_hand_checked_ones(written: Path) -> None:
     # real: 26 composers with 41 prompts and 5 chat tabs with 22 (SQLite's json_each over the rows)
     assert count_cursor.count_dir(REAL)["totals"] == {
         "turns": 63, "tool_calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "subagents": 0,
-        "sessions": 31}
+        "approved": 0, "rejected": 0, "interrupted": 0, "sessions": 31}
     assert count_cursor.count_dir(HAND)["totals"] == {
         "turns": 7, "tool_calls": 7, "errors": 2, "input_tokens": 7500, "output_tokens": 430, "subagents": 1,
         "approved": 1, "rejected": 1, "interrupted": 1, "sessions": 4}
