@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, brief_limit, head_and_tail, short
 from jacked.sources.codex.records import (
     CALL_TYPES,
     MODEL_OUTPUT_TYPES,
@@ -62,7 +62,7 @@ from jacked.sources.model import READ_TOOLS, SHELL_TOOLS, Invocation, LlmCall, T
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever the reconstruction changes: every Codex session is read again.
-PARSER_VERSION = 2  # 2: one compaction event when a token_count sits between its two records
+PARSER_VERSION = 3  # 2: one compaction event when a token_count sits between its two records; 3: Turn.raw_text
 
 MAX_TEXT_CHARS = 200_000
 PATCH_TOOLS = frozenset({"apply_patch"})
@@ -109,6 +109,7 @@ class RolloutBuilder:
         self._llm_by_seg: dict[int, LlmCall] = {}
         self._prev_total: dict[str, int] | None = None
         self._pending: dict[str, Invocation] = {}  # call_id -> invocation
+        self._turn_of_call: dict[int, Turn] = {}  # id of an invocation -> its turn (its output may come later)
         self._exec_end: dict[str, dict[str, Any]] = {}  # call_id -> exec_command_end payload
         self._patches: dict[int, list[PatchFile]] = {}  # id(invocation) -> its patch's files
         self._reads: dict[int, list[str]] = {}  # id(invocation) -> files its shell command read
@@ -280,6 +281,7 @@ class RolloutBuilder:
 
     def _assistant_text(self, turn: Turn, text: str) -> None:
         if text.strip():
+            add_raw(turn, strip_ansi(text))
             text = strip_ansi(text[:MAX_TEXT_CHARS])
             turn.assistant_text = text
             self.last_assistant_text = text
@@ -333,6 +335,8 @@ class RolloutBuilder:
             inv.is_error = p.get("status") == "failed"
             inv.result_timestamp = ts
         turn.invocations.append(inv)
+        add_raw(turn, args)
+        self._turn_of_call[id(inv)] = turn
         self._calls.append((inv, self._tok_seg, self._out_seg))
         if inv.tool_use_id:
             self._pending[inv.tool_use_id] = inv
@@ -355,6 +359,8 @@ class RolloutBuilder:
             inv.is_error = self._end_error[call_id]
         limit = brief_limit(inv.tool_name, inv.is_error)
         inv.result_brief = short(text, limit) if inv.tool_name in READ_TOOLS else head_and_tail(text, limit)
+        if (owner := self._turn_of_call.get(id(inv))) is not None:
+            add_raw(owner, text)
         self._settle_patch(inv)
 
     def _settle_patch(self, inv: Invocation) -> None:
