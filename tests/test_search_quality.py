@@ -24,7 +24,7 @@ TINY = ("x", "ok", "k", "yes", "fix it")
 # Lines of a file Claude read, each past the first 2,000 characters of the tool result (where its
 # brief ends), in one session only: only the turn's raw text holds them.
 TOOL_RESULT_ONLY = ("this.writeUInt8 = function writeUInt8(value, bigEndian)",
-                    'pending_todos = [t for t in valid_todos if t.get("status") == "pending"]')
+                    "working_directories[entry.cwd] = None")
 QUERIES = [json.loads(line) for line in search_eval.DEV_SET.read_text().splitlines() if line.strip()]
 
 

@@ -566,13 +566,16 @@ class Catalog:
         """turn index → the turn's raw text (`Turn.raw_text`)."""
         return dict(self.db.execute("SELECT turn_index, text FROM turn_texts WHERE session_id = ?", (session_id,)))
 
-    def raw_texts_of(self, session_ids: Sequence[str]) -> list[tuple[str, int, str]]:
+    def raw_texts_of(self, session_ids: Sequence[str], containing: str) -> list[tuple[str, int, str]]:
         """(session, turn index, raw text) of those sessions' own turns (not the ones a resume or
-        fork repeats from another session)."""
+        fork repeats from another session) whose raw text holds `containing` (ASCII letters in
+        any case): SQLite finds them without handing every text over."""
+        like = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return [(r[0], r[1], r[2]) for r in rows_in(
             self.db, "SELECT x.session_id, x.turn_index, x.text FROM turn_texts x JOIN turns t "
                      "ON t.session_id = x.session_id AND t.turn_index = x.turn_index "
-                     "WHERE x.session_id IN (?*) AND t.repeat_of IS NULL", session_ids, tuples=True)]
+                     "WHERE x.session_id IN (?*) AND t.repeat_of IS NULL AND x.text LIKE ? ESCAPE '\\'",
+            session_ids, after=[like], tuples=True)]
 
     def subagent_rows(self, session_id: str) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute(

@@ -280,12 +280,19 @@ class Searcher:
         order = [sid for sid in dict.fromkeys(keys[h.id].get("session_id") for h in lexical_hits if h.id in keys)
                  if sid and sid not in done][:RAW_CHECKED_SESSIONS]
         found: dict[str, tuple[int, str, int]] = {}
-        for sid, turn_index, text in self.catalog.raw_texts_of(order):
-            at = None if sid in found else _found_at(text, patterns)
-            if at is not None:
-                folded = " ".join(text.split())
-                start = folded.rfind(" ", 0, max(0, at - RAW_SHOWN_BEFORE)) + 1
-                found[sid] = (turn_index, folded[start:start + SNIPPET_CHARS * 2], at - start)
+        probe = max((probe for probe, _ in patterns), key=len)
+        # Raw texts are long: matched as written (any whitespace between words), not folded first.
+        loose = [re.compile(pat.pattern.replace(re.escape(" "), r"\s+")) for _, pat in patterns]
+        for sid, turn_index, text in self.catalog.raw_texts_of(order, probe):
+            if sid in found:
+                continue
+            low = text.lower()
+            matches = [pat.search(low) for pat in loose]
+            if all(matches):
+                at = matches[0].start()  # type: ignore[union-attr]  # all() checked every match
+                start = text.rfind(" ", 0, max(0, at - RAW_SHOWN_BEFORE)) + 1
+                before = " ".join(text[start:at].split())
+                found[sid] = (turn_index, " ".join(text[start:at + SNIPPET_CHARS * 2].split()), len(before) + 1 if before else 0)
         return found
 
     def _mark_raw_exact(self, raw_exact: dict[str, tuple[int, str, int]], sessions: dict[str, _Session]) -> None:
