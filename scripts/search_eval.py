@@ -187,7 +187,7 @@ def table(queries: list[dict[str, Any]], ranks: list[int | None]) -> dict[str, d
 def index_mb(home: Path) -> float:
     """Disk used by the index and the catalog under a JACKED_HOME (allocated blocks: the shard's
     files are sparse)."""
-    files = [f for f in (home / "index").rglob("*") if f.is_file()] + list(home.glob("catalog.db*"))
+    files = [f for f in (home / "index").rglob("*") if f.is_file()] + [home / "catalog.db"]
     return round(sum(f.stat().st_blocks * 512 for f in files) / 1e6, 1)
 
 
