@@ -48,7 +48,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from search_eval import bm25_rank, file_text, first_rank, real_session_files, record_strings, strings_in, table  # noqa: E402
+from search_eval import bm25_rank, file_text, index_mb, first_rank, real_session_files, record_strings, strings_in, table  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 BENCH = ROOT / "benchmarks" / "memory"
@@ -316,11 +316,16 @@ def run_jacked(work: Path, queries: list[str]) -> tuple[list[list[str]], list[di
         answers.append(jk.search(q, SearchOptions(limit=10)))
         times.append(time.perf_counter() - t)
     backfill["search_p50_ms"] = round(statistics.median(times) * 1000, 1)
+    backfill["index_mb"] = index_mb(work / "home")
+    # Each of jacked's legs alone, on the same index: the fusion must beat both.
+    backfill["legs"] = {leg: [[result_key(r) for r in jk.search(q, SearchOptions(limit=10, weights={"lexical_share": share}))["results"]]
+                              for q in queries] for leg, share in LEGS.items()}
     return [[result_key(r) for r in a["results"]] for a in answers], answers, backfill
 
 
 # --------------------------------------------------------------------------- measuring
-SYSTEMS = ("jacked", "bm25_raw", "fts5_messages", "dense", "rrf_bm25_dense")
+LEGS = {"jacked_lexical": 1.0, "jacked_dense": 0.0}
+SYSTEMS = ("jacked", *LEGS, "bm25_raw", "fts5_messages", "dense", "rrf_bm25_dense")
 
 
 def agent_of(query: dict[str, Any]) -> str:
@@ -357,7 +362,7 @@ def figures(queries: list[dict[str, Any]], ranked: dict[str, list[list[str]]],
 
 
 def print_figures(fig: dict[str, Any]) -> None:
-    names = {"jacked": "jacked", "bm25_raw": "BM25 raw", "fts5_messages": "FTS5 msgs", "dense": "dense",
+    names = {"jacked": "jacked", "jacked_lexical": "jacked lexical", "jacked_dense": "jacked dense", "bm25_raw": "BM25 raw", "fts5_messages": "FTS5 msgs", "dense": "dense",
              "rrf_bm25_dense": "RRF"}
     for part in (*PARTS, "all"):
         p = fig[part]
@@ -388,6 +393,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         ranked["jacked"], answers, costs = run_jacked(work, texts)
         saved.write_text(json.dumps([ranked["jacked"], answers, costs]))
+    ranked.update(costs.pop("legs"))
     ranked["bm25_raw"] = bm25_rank({s.key: s.text for s in sessions}, texts)
     ranked["fts5_messages"] = fts5_rank(sessions, texts)
     ranked["dense"] = dense_rank(sessions, texts, cache=work / "dense_messages.npy")
@@ -400,7 +406,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(fig, indent=1))
     else:
         print(f"{len(sessions)} sessions {fig['agents']}; jacked backfill {costs['wall_s']} s, "
-              f"search p50 {costs['search_p50_ms']} ms")
+              f"search p50 {costs['search_p50_ms']} ms, index {costs['index_mb']} MB")
         if strays:
             print(f"  results jacked returned that name no benchmark session: {strays[:5]}")
         print_figures(fig)

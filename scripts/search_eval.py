@@ -184,6 +184,13 @@ def table(queries: list[dict[str, Any]], ranks: list[int | None]) -> dict[str, d
                    "mrr": sum(1 / r for r in rs if r) / len(rs)} for kind, rs in by_kind.items()}
 
 
+def index_mb(home: Path) -> float:
+    """Disk used by the index and the catalog under a JACKED_HOME (allocated blocks: the shard's
+    files are sparse)."""
+    files = [f for f in (home / "index").rglob("*") if f.is_file()] + [home / "catalog.db"]
+    return round(sum(f.stat().st_blocks * 512 for f in files) / 1e6, 1)
+
+
 def run_jacked(claude_dir: Path, home: Path, queries: list[dict[str, Any]]) -> tuple[list[list[str]], list[float], dict[str, Any]]:
     from jacked.config import Settings
     from jacked.query.search import Searcher, SearchOptions
@@ -204,7 +211,12 @@ def run_jacked(claude_dir: Path, home: Path, queries: list[dict[str, Any]]) -> t
             times.append(time.perf_counter() - t)
             ranked.append([r["session_id"] for r in out["results"]])
             answers.append(out)
-    return ranked, times, {"backfill": report, "answers": answers}
+        # Each leg alone on the same index (1.0: lexical, 0.0: dense): the fusion must beat both.
+        legs = {leg: [[r["session_id"] for r in searcher.search(q["query"], SearchOptions(
+            limit=10, weights={"lexical_share": share}))["results"]] for q in queries]
+            for leg, share in (("lexical", 1.0), ("dense", 0.0))}
+    report["index_mb"] = index_mb(home)
+    return ranked, times, {"backfill": report, "answers": answers, "legs": legs}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     our_ranks = [first_rank(r, set(q["relevant"])) for q, r in zip(queries, ours)]
     base_ranks = [first_rank(r, set(q["relevant"])) for q, r in zip(queries, base)]
     t_ours, t_base = table(queries, our_ranks), table(queries, base_ranks)
+    t_legs = {leg: table(queries, [first_rank(ranks[i], set(queries[n]["relevant"])) for n, i in enumerate(kept)])
+              for leg, ranks in extra["legs"].items()}
     # Exact strings found in exactly one session must come first.
     unique_exact = []
     for q, r in zip(queries, our_ranks):
@@ -244,10 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         confidence["first_right" if r == 1 else "first_wrong"][out.get("confidence", "?")] += 1
     for _, out in absent:
         confidence["absent"][out.get("confidence", "?")] += 1
-    figures = {"set": args.set, "confidence": {k: dict(v) for k, v in confidence.items()}, "queries": len(queries), "sessions": len(docs), "jacked": t_ours, "bm25": t_base,
+    figures = {"set": args.set, "confidence": {k: dict(v) for k, v in confidence.items()}, "queries": len(queries), "sessions": len(docs), "jacked": t_ours, "bm25": t_base, "legs": t_legs,
                "unique_exact": {"n": len(unique_exact), "rank1": sum(r == 1 for _, r in unique_exact)},
                "search_p50_ms": round(statistics.median(times) * 1000, 1),
-               "backfill": {k: extra["backfill"].get(k) for k in ("texts_embedded", "points_written", "wall_s")}}
+               "backfill": {k: extra["backfill"].get(k) for k in ("texts_embedded", "points_written", "wall_s", "index_mb")}}
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
@@ -258,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
             o, b = t_ours[kind], t_base[kind]
             print(f"  {kind:12s} {o['n']:3d} | {o['r1']:5.3f} {o['r5']:5.3f} {o['mrr']:5.3f} | {b['r1']:8.3f} "
                   f"{b['r5']:5.3f} {b['mrr']:5.3f} | {o['mrr'] - b['mrr']:+6.3f}")
+        for leg, t in t_legs.items():
+            print(f"  jacked's {leg} leg alone, MRR: " + " ".join(f"{k} {v['mrr']:.3f}" for k, v in t.items()))
         ue = figures["unique_exact"]
         print(f"  exact strings in exactly one session: {ue['rank1']}/{ue['n']} at rank 1")
         print(f"  search p50 {figures['search_p50_ms']} ms (in process, {len(times)} queries)")

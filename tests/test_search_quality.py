@@ -21,6 +21,10 @@ import search_eval
 
 # Queries about nothing: a letter, a filler word.
 TINY = ("x", "ok", "k", "yes", "fix it")
+# Lines of a file Claude read, each past the first 2,000 characters of the tool result (where its
+# brief ends), in one session only: only the turn's raw text holds them.
+TOOL_RESULT_ONLY = ("this.writeUInt8 = function writeUInt8(value, bigEndian)",
+                    "working_directories[entry.cwd] = None")
 QUERIES = [json.loads(line) for line in search_eval.DEV_SET.read_text().splitlines() if line.strip()]
 
 
@@ -32,7 +36,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> di
     with indexer.open_store(must_exist=True) as store:
         searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
         out = {q["id"]: searcher.search(q["query"], SearchOptions(limit=10)) for q in QUERIES}
-        out.update({q: searcher.search(q, SearchOptions(limit=10)) for q in TINY})
+        out.update({q: searcher.search(q, SearchOptions(limit=10)) for q in (*TINY, *TOOL_RESULT_ONLY)})
     return {"by_id": out, "catalog": indexer.catalog}
 
 
@@ -74,6 +78,37 @@ def test_exact_strings_held_by_one_session_rank_first(answers: dict[str, Any]) -
                                                            if r != 1]
     first = answers["by_id"][unique[0]["id"]]
     assert first["results"][0]["exact"] and first["confidence"] == "high"
+
+
+def _tool_result_texts(files: list[Path]) -> list[str]:
+    """The strings of every tool result in Claude Code transcript files (the result blocks and the
+    `toolUseResult` copies)."""
+    out = []
+    for f in files:
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
+            out += ["\n".join(search_eval.strings_in(b.get("content"))) for b in content or []
+                    if isinstance(content, list) and isinstance(b, dict) and b.get("type") == "tool_result"]
+            if "toolUseResult" in rec:
+                out.append("\n".join(search_eval.strings_in(rec["toolUseResult"])))
+    return out
+
+
+@pytest.mark.parametrize("query", TOOL_RESULT_ONLY)
+def test_a_string_only_in_a_tool_result_ranks_first(answers: dict[str, Any], query: str) -> None:
+    holders = {sid: search_eval.real_session_files(REAL, sid) for sid in search_eval.listed_sessions(REAL)
+               if query.lower() in "\n".join(search_eval.file_text(f)
+                                             for f in search_eval.real_session_files(REAL, sid)).lower()}
+    assert len(holders) == 1
+    (holder, files), = holders.items()
+    everywhere = "\n".join(search_eval.file_text(f) for f in files).lower().count(query.lower())
+    results = [t.lower() for t in _tool_result_texts(files) if query.lower() in t.lower()]
+    # in tool results only, past their briefs
+    assert sum(t.count(query.lower()) for t in results) == everywhere and min(t.find(query.lower()) for t in results) > 2000
+    first = answers["by_id"][query]["results"][0]
+    assert first["session_id"] == holder and first["exact"]
+    assert " ".join(query.split()).lower() in first["matches"][0]["text"].lower()  # the matched line is shown
 
 
 def test_queries_about_nothing_there_are_not_confident(answers: dict[str, Any]) -> None:

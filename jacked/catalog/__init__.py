@@ -83,6 +83,8 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     cache_creation_1h_tokens INTEGER  -- of cache_creation_tokens, the one-hour writes (priced higher)
 );
 CREATE INDEX IF NOT EXISTS llm_calls_session ON llm_calls(session_id, owner, turn_index, ord);
+-- a turn's raw text (assistant texts, tool inputs and results; redacted, capped): searched by its words only
+CREATE TABLE IF NOT EXISTS turn_texts (session_id TEXT, turn_index INTEGER, text TEXT, PRIMARY KEY (session_id, turn_index));
 CREATE TABLE IF NOT EXISTS turn_events (
     session_id TEXT, turn_index INTEGER, ord INTEGER, type TEXT, timestamp TEXT, data TEXT
 );
@@ -130,11 +132,11 @@ CREATE TABLE IF NOT EXISTS forgotten (session_id TEXT PRIMARY KEY, reason TEXT, 
 # (`index_points`, `index_sessions`, `embed_cache`, the `meta` sequence) and `summaries` stay:
 # they are keyed by content hashes, so an upgrade re-embeds only texts that really changed.
 DERIVED_TABLES = ("files", "sessions", "turns", "invocations", "subagents", "texts", "llm_calls", "turn_events",
-                  "file_backups", "leaves")
+                  "file_backups", "leaves", "turn_texts")
 # Rows a session rewrite replaces (summaries are kept: each records the hash of what it
 # summarised, so an unchanged turn keeps its — possibly costly — summary across rescans).
 SESSION_TABLES = ("sessions", "turns", "invocations", "subagents", "texts", "llm_calls", "turn_events",
-                  "file_backups", "leaves")
+                  "file_backups", "leaves", "turn_texts")
 
 
 @dataclass(slots=True)
@@ -560,6 +562,21 @@ class Catalog:
                 out.setdefault(turn_index, []).append(t)
         return out
 
+    def turn_texts(self, session_id: str) -> dict[int, str]:
+        """turn index → the turn's raw text (`Turn.raw_text`)."""
+        return dict(self.db.execute("SELECT turn_index, text FROM turn_texts WHERE session_id = ?", (session_id,)))
+
+    def raw_texts_of(self, session_ids: Sequence[str], containing: str) -> list[tuple[str, int, str]]:
+        """(session, turn index, raw text) of those sessions' own turns (not the ones a resume or
+        fork repeats from another session) whose raw text holds `containing` (ASCII letters in
+        any case): SQLite finds them without handing every text over."""
+        like = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return [(r[0], r[1], r[2]) for r in rows_in(
+            self.db, "SELECT x.session_id, x.turn_index, x.text FROM turn_texts x JOIN turns t "
+                     "ON t.session_id = x.session_id AND t.turn_index = x.turn_index "
+                     "WHERE x.session_id IN (?*) AND t.repeat_of IS NULL AND x.text LIKE ? ESCAPE '\\'",
+            session_ids, after=[like], tuples=True)]
+
     def subagent_rows(self, session_id: str) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute(
             "SELECT * FROM subagents WHERE session_id = ? ORDER BY ord", (session_id,))]
@@ -613,6 +630,7 @@ class _SessionRows:
     def __init__(self) -> None:
         self.sessions: list[tuple[Any, ...]] = []
         self.turns: list[tuple[Any, ...]] = []
+        self.turn_texts: list[tuple[Any, ...]] = []
         self.invocations: list[tuple[Any, ...]] = []
         self.llm_calls: list[tuple[Any, ...]] = []
         self.events: list[tuple[Any, ...]] = []
@@ -663,6 +681,8 @@ class _SessionRows:
                  m.tool_error_count, m.lines_added, m.lines_removed,
                  m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens, m.output_tokens, t.started_by,
                  t.prompt_uuid, None))
+            if t.raw_text:
+                self.turn_texts.append((sid, t.index, t.raw_text))
             for i, e in enumerate(t.events):
                 self.events.append((sid, t.index, i, e.type, e.timestamp, orjson.dumps(e.data).decode()))
             for b in t.backups:
@@ -692,7 +712,8 @@ class _SessionRows:
                 for i, c in enumerate(calls))
 
     def write(self, db: sqlite3.Connection) -> None:
-        for table, rows in (("sessions", self.sessions), ("turns", self.turns), ("invocations", self.invocations),
+        for table, rows in (("sessions", self.sessions), ("turns", self.turns), ("turn_texts", self.turn_texts),
+                            ("invocations", self.invocations),
                             ("llm_calls", self.llm_calls), ("turn_events", self.events),
                             ("file_backups", self.backups), ("subagents", self.subagents), ("texts", self.texts)):
             if rows:

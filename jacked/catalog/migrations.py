@@ -50,6 +50,10 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
           "FROM subagents a WHERE a.session_id = llm_calls.session_id AND a.agent_id = llm_calls.owner) "
           "WHERE owner != ''",
           "UPDATE llm_calls SET role = 'subagent' WHERE role IS NULL"]),
+    # 14: each turn's raw text, for the lexical leg and exact strings (filled by the rescan that the
+    # parser versions of the same release bring).
+    (14, ["CREATE TABLE IF NOT EXISTS turn_texts (session_id TEXT, turn_index INTEGER, text TEXT, "
+          "PRIMARY KEY (session_id, turn_index))"]),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

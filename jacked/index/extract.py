@@ -26,7 +26,7 @@ from jacked.sources.decisions import SEARCHABLE_DECISIONS, decision_text
 from jacked.sources.model import prompt_text
 
 # Bump when what is extracted or how it is split changes: every content hash changes with it.
-EXTRACT_VERSION = 3  # 3: jacked's labels left out of what BM25 embeds (labels.py)
+EXTRACT_VERSION = 4  # 3: jacked's labels left out of what BM25 embeds (labels.py); 4: turns' raw text in chunks
 
 MIN_SUBAGENT_SUMMARY = 200
 CHUNK_CHARS = 3000  # a sparse window: BM25 has no model window, but snippets should stay readable
@@ -226,16 +226,22 @@ class Extractor:
 
     def _chunks(self, sid: str, turns: list[dict[str, Any]], subs: list[dict[str, Any]],
                 add: Callable[..., None]) -> None:
-        """Sparse windows over each turn's tool work, and each subagent's."""
+        """Sparse windows over each turn's tool work and raw text (`Turn.raw_text`: every assistant
+        text, tool input and result as written), and over each subagent's work."""
         by_owner_turn: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for inv in self.catalog.work_rows(sid):
             by_owner_turn.setdefault((inv["owner"], inv["turn_index"]), []).append(inv)
         outputs = self.catalog.event_texts(sid)
+        raw = self.catalog.turn_texts(sid)
         unit = 0
         for t in turns:
             lines = [f"{CHUNK_PROMPT}{t['prompt']}"] if t["prompt"] else []
             lines += outputs.get(t["turn_index"], [])
-            lines += _work_lines(by_owner_turn.get(("", t["turn_index"]), []))
+            raw_text = raw.get(t["turn_index"])
+            # The raw text holds the results whole: their briefs would count the same words twice.
+            lines += _work_lines(by_owner_turn.get(("", t["turn_index"]), []), results=not raw_text)
+            if raw_text:
+                lines.append(raw_text)
             if len(lines) > 1 or (lines and t["turn_index"] == 0):
                 add("chunk", unit, "\n".join(lines), dense=False, timestamp=t["started_at"],
                     turn_index=t["turn_index"])
@@ -251,12 +257,12 @@ class Extractor:
             unit += 1
 
 
-def _work_lines(invs: list[dict[str, Any]]) -> list[str]:
+def _work_lines(invs: list[dict[str, Any]], results: bool = True) -> list[str]:
     lines = []
     for inv in invs:
         target = inv["command"] or inv["file_path"] or inv["description"] or inv["input_brief"] or ""
         lines.append(f"{inv['tool_name']}{' (error)' if inv['is_error'] else ''}: {target}")
-        if inv["result_brief"]:
+        if results and inv["result_brief"]:
             lines.append(inv["result_brief"])
     return lines
 

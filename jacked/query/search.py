@@ -43,6 +43,11 @@ KEY_FIELDS = ["session_id", "content_hash", "user_name", "repo_name", "session_s
 # What a shown match needs.
 SHOW_FIELDS = ["content_type", "text", "turn_index", "title"]
 EXACT_CHECKED = 30  # the best lexical hits whose text is read for a verbatim match
+# Sessions (in the lexical leg's order) whose turns' raw text is read for copied text (an error
+# line, a path) that none of the best lexical hits holds: a long tool output is many windows, and
+# the one holding the string need not be among the best hits.
+RAW_CHECKED_SESSIONS = 40
+RAW_SHOWN_BEFORE = 80  # characters of a raw text's match shown before it
 MATCHES_SHOWN = 3
 SNIPPET_CHARS = 400
 # Weights of a session's 1st, 2nd and 3rd best matches in its score on a leg: one strong
@@ -180,7 +185,7 @@ class Searcher:
                 extra += [("gte", TS_FIELD, when.since.timestamp()), ("lt", TS_FIELD, when.until.timestamp())]
                 searched = when.rest(q) or q
         flt = SearchFilter(content_types=opts.content_types(), extra=extra)
-        phrases = exact_phrases(searched)
+        phrases = copied = exact_phrases(searched)
         # Quotes and backticks mark a phrase; the legs get the words alone.
         words = _QUOTED.sub(lambda m: m.group(1) or m.group(2), searched) if phrases else searched
         # The model embeds the query on another thread (onnxruntime lets go of the GIL) while
@@ -203,10 +208,15 @@ class Searcher:
         self._shown = {}  # point id → what a shown match needs (read once per query)
         # Verbatim matches are among the best lexical hits: found while the model still embeds.
         exact = self._exact_at(lexical_hits[:EXACT_CHECKED], _phrase_patterns(phrases)) if phrases else {}
+        # A turn's raw text is indexed as its `chunk` points, of the main chain.
+        raw_searched = (copied and not opts.agent_type
+                        and all(not types or "chunk" in types for types in (opts.content_types(), opts.types)))
+        raw_exact = self._raw_exact(lexical_hits, keys, exact, _phrase_patterns(copied)) if raw_searched else {}
         dense_hits, _ = self.store.search_each(dense_vec.result(), None, flt, limit=CANDIDATES, fields=[])
         keys.update(self._point_keys([i for i in dict.fromkeys(h.id for h in dense_hits) if i not in keys]))
         sessions = self._sessions(dense_hits, lexical_hits, keys)
         _mark_exact(exact, keys, sessions)
+        self._mark_raw_exact(raw_exact, sessions)
         results = self._rank(sessions, opts, now)
         confidence = self._confidence(results, sparse_vec, self._topical(dense_vec.result()))
         answer: dict[str, Any] = {"query": q, "confidence": confidence, "results": results}
@@ -259,11 +269,51 @@ class Searcher:
                 found[h.id] = _shown_at(text, patterns, at)
         return found
 
+    def _raw_exact(self, lexical_hits: list[Any], keys: dict[str, dict[str, Any]], exact: dict[str, int],
+                   patterns: list[tuple[str, re.Pattern[str]]]) -> dict[str, tuple[int, str, int]]:
+        """session → (turn index, excerpt, where the match starts in it) for the sessions among the
+        lexical leg's that hold copied text in a turn's raw text, when no point of theirs already
+        showed it verbatim."""
+        if self.catalog is None:
+            return {}
+        done = {keys[i].get("session_id") for i in exact if i in keys}
+        order = [sid for sid in dict.fromkeys(keys[h.id].get("session_id") for h in lexical_hits if h.id in keys)
+                 if sid and sid not in done][:RAW_CHECKED_SESSIONS]
+        found: dict[str, tuple[int, str, int]] = {}
+        probe = max((probe for probe, _ in patterns), key=len)
+        # Raw texts are long: matched as written (any whitespace between words), not folded first.
+        loose = [re.compile(pat.pattern.replace(re.escape(" "), r"\s+")) for _, pat in patterns]
+        for sid, turn_index, text in self.catalog.raw_texts_of(order, probe):
+            if sid in found:
+                continue
+            low = text.lower()
+            matches = [pat.search(low) for pat in loose]
+            if all(matches):
+                at = matches[0].start()  # type: ignore[union-attr]  # all() checked every match
+                start = text.rfind(" ", 0, max(0, at - RAW_SHOWN_BEFORE)) + 1
+                before = " ".join(text[start:at].split())
+                found[sid] = (turn_index, " ".join(text[start:at + SNIPPET_CHARS * 2].split()), len(before) + 1 if before else 0)
+        return found
+
+    def _mark_raw_exact(self, raw_exact: dict[str, tuple[int, str, int]], sessions: dict[str, _Session]) -> None:
+        """Mark the sessions whose raw text holds the copied text, with that excerpt as their first match."""
+        for sid, (turn_index, excerpt, at) in raw_exact.items():
+            s = sessions.get(sid)
+            if s is None:
+                continue
+            s.exact = True
+            shown_id = f"raw:{sid}:{turn_index}"
+            self._shown[shown_id] = {"content_type": "chunk", "text": excerpt, "turn_index": turn_index}
+            # keyed by the excerpt: a fork showing the same lines is the same match
+            s.points["raw:" + excerpt] = {"id": shown_id, "dense": 0.0, "lexical": 0.0, "exact": True, "at": at}
+
     def _rank(self, sessions: dict[str, _Session], opts: SearchOptions, now: datetime) -> list[dict[str, Any]]:
         w = self.settings
         teammate = opts.weights.get("teammate_weight", getattr(w, "teammate_weight", 0.8))
         other_repo = opts.weights.get("other_repo_weight", getattr(w, "other_repo_weight", 0.7))
         halflife = opts.weights.get("time_decay_halflife_weeks", getattr(w, "time_decay_halflife_weeks", 35))
+        # 1.0 / 0.0: the lexical or the dense leg alone (how the benchmarks measure each leg).
+        lexical_share = opts.weights.get("lexical_share", LEXICAL_SHARE)
 
         def leg_score(scores: list[float]) -> float:
             if len(scores) < 2:
@@ -278,8 +328,8 @@ class Searcher:
         scored = []
         for sid, s in sessions.items():
             m = s.meta
-            relevance = LEXICAL_SHARE * lexical_of[sid] / tops[1] + (1 - LEXICAL_SHARE) * dense_of[sid] / tops[0]
-            if s.waiting and not s.dense:
+            relevance = lexical_share * lexical_of[sid] / tops[1] + (1 - lexical_share) * dense_of[sid] / tops[0]
+            if s.waiting and not s.dense and lexical_share:
                 # Not embedded yet, so the dense leg cannot see it: its words alone decide.
                 relevance = lexical_of[sid] / tops[1]
             weight = 1.0
@@ -293,7 +343,9 @@ class Searcher:
                 recency[ended] = (1.0 if days is None or not halflife else
                                   RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(days, 0) / 7 / halflife))
             weight *= recency[ended]
-            scored.append((not s.exact, -relevance * weight, sid, relevance))
+            if not (s.lexical if lexical_share == 1 else s.dense if lexical_share == 0 else True):
+                continue  # found only by the leg left out (a leg measured alone)
+            scored.append((not (s.exact and lexical_share), -relevance * weight, sid, relevance))
         # Verbatim matches first, whatever their weights: the user asked for that string.
         scored.sort()
         results: list[dict[str, Any]] = []

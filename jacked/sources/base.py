@@ -86,7 +86,7 @@ def redact_session(s: Session) -> Session:
     for a in s.subagents:
         take(a, "description", "prompt", "summary_text", "agent_type")
     for t in turns:
-        take(t, "prompt", "assistant_text")
+        take(t, "prompt", "assistant_text", "raw_text")
         for inv in t.invocations:
             take(inv, "input_brief", "result_brief", "command", "description", "diff", "file_path")
         # the metrics were computed from the calls before redaction: their lists hold the same texts

@@ -8,13 +8,16 @@ from typing import Any
 
 import orjson
 
-from jacked.sources.model import READ_TOOLS
+from jacked.sources.model import READ_TOOLS, Turn
 
 BRIEF_INPUT_CHARS = 1200
 BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people search for
 BRIEF_OK_RESULT_CHARS = 1000  # a successful result's head
 BRIEF_READ_RESULT_CHARS = 300  # a file's content is in the repo; its head identifies it
 MAX_DIFF_CHARS = 4000  # a file change's diff is kept up to here (timelines show changes, not files)
+# A turn's raw text (`Turn.raw_text`): each piece's head and tail, up to this much per turn.
+RAW_PIECE_CHARS = 10000
+RAW_TURN_CHARS = 200_000
 
 
 def short(text: str, limit: int) -> str:
@@ -69,3 +72,26 @@ def content_hash(text: str) -> str:
     SHA-256 (cut to 128 bits): CPUs hash it in hardware, twice as fast as BLAKE2 here,
     and whole files are hashed on every edit a transcript holds."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def add_raw(turn: Turn, *pieces: Any) -> None:
+    """Append what the turn said or did to its raw text: strings as they are, anything else as the
+    strings it holds (a tool's arguments); each piece's head and tail, the turn within its cap."""
+    have = len(turn.raw_text or "")
+    for text in strings_of(pieces):
+        if have >= RAW_TURN_CHARS:
+            return
+        piece = head_and_tail(text, min(RAW_PIECE_CHARS, (RAW_TURN_CHARS - have) * 2 // 3 + 1))  # + half for the tail
+        turn.raw_text = f"{turn.raw_text}\n{piece}" if turn.raw_text else piece
+        have += len(piece) + 1
+
+
+def strings_of(value: Any) -> list[str]:
+    """The non-empty strings inside a JSON-like value (dict values and list items, depth first)."""
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in strings_of(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in strings_of(v)]
+    return []

@@ -170,6 +170,10 @@ class Turn:
     invocations: list[Invocation] = field(default_factory=list)
     metrics: TurnMetrics = field(default_factory=TurnMetrics)
     assistant_text: str | None = None  # the turn's last assistant text (redacted)
+    # Everything said and done in the turn besides its prompt, as written: every assistant text,
+    # tool inputs and results, an agent's printed output (redacted; capped, `briefs.add_raw`).
+    # Indexed for its words only: the exact strings people search for are mostly here.
+    raw_text: str | None = None
     compacted: bool = False
     interrupted: bool = False
     models: list[str] = field(default_factory=list)

@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, UTC
 
 from jacked.sources.aider.history import Kind, Line
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, head_and_tail, short
 from jacked.sources.gemini.turns import diff_counts, string_edit_counts
 from jacked.sources.metrics import compute_metrics
 from jacked.sources.model import Invocation, LlmCall, TextUnit, Turn, TurnEvent
 from jacked.sources.textclean import strip_ansi
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: each turn's raw text (Turn.raw_text)
 MAX_TEXT_CHARS = 200_000
 
 _NUM = r"([\d.,]+[kKmM]?)"
@@ -266,6 +266,7 @@ class TurnBuilder:
         text = "\n".join(self.reply_lines).strip()
         self.reply_text[self.reply_no] = text
         if self.cur is not None and text:
+            add_raw(self.cur, strip_ansi(text))
             self.cur.assistant_text = strip_ansi(text[:MAX_TEXT_CHARS])
         self.reply_open = False
 
@@ -291,6 +292,7 @@ class TurnBuilder:
         turn = self.cur
         if turn is None:
             return  # Aider's start-up notices and questions, before anything was typed
+        add_raw(turn, strip_ansi(stripped))  # listings, repo maps, lint and test output: searched verbatim
         after_running, self.after_running = self.after_running, False
         m = TOKENS.match(stripped)
         if m:

@@ -18,6 +18,7 @@ from jacked.sources.textclean import strip_ansi
 from jacked.sources.briefs import (
     BRIEF_OK_RESULT_CHARS,
     MAX_DIFF_CHARS,
+    add_raw,
     brief_input,
     brief_limit,
     content_hash,
@@ -43,7 +44,7 @@ from jacked.sources.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 13  # 12: compaction runs keep their API responses (billed tokens); 13: queued messages handed over mid-turn
+PARSER_VERSION = 14  # 14: each turn's raw text (Turn.raw_text); 12: compaction runs keep their API responses (billed tokens); 13: queued messages handed over mid-turn
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 MAX_CONTEXT_CHARS = 2_000  # an IDE selection kept as a turn's context
@@ -710,6 +711,10 @@ class FileBuilder:
         inv.is_error = block.get("is_error") is True
         inv.result_timestamp = ts if isinstance(ts, str) else None
         text = _result_text(block.get("content"))
+        owner = self._turn_of(inv)
+        if owner is not None:
+            add_raw(owner, text)
+            self._dirty.append(owner)
         limit = brief_limit(inv.tool_name, inv.is_error)
         # A file's head identifies it; any other output ends with what matters most.
         inv.result_brief = short(text, limit) if inv.tool_name in READ_TOOLS else head_and_tail(text, limit)
@@ -847,6 +852,7 @@ class FileBuilder:
             elif bt == "text":
                 text = b.get("text")
                 if text.__class__ is str and text.strip():
+                    add_raw(turn, text)
                     text = text[:MAX_TEXT_CHARS]
                     turn.assistant_text = text
                     self.last_assistant_text = text
@@ -863,6 +869,8 @@ class FileBuilder:
             call.tool_calls += 1
         name = str(b.get("name") or "?")
         inp = given if isinstance(given := b.get("input"), dict) else {}
+        add_raw(turn, inp)
+        self._dirty.append(turn)
         inv = Invocation(tool_name=name, tool_use_id=str(b.get("id") or ""), sequence=self.cur_msg_seq[mid],
                          position=self.cur_msg_calls[mid], message_id=mid, timestamp=ts,
                          input_brief=brief_input(inp))
@@ -1014,7 +1022,7 @@ _START_FEEDBACK = "correction"
 _TEXT_FIELDS: dict[type, tuple[str, ...]] = {
     Invocation: ("input_brief", "file_path", "command", "description", "result_brief", "diff", "team_name",
                  "member_name"),
-    Turn: ("prompt", "assistant_text"),
+    Turn: ("prompt", "assistant_text", "raw_text"),
     TextUnit: ("text",),
     FileBackup: ("path",),
     FileBuilder: ("last_assistant_text", "exit_plan", "team_name", "member_name"),

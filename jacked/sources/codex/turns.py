@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, brief_limit, head_and_tail, short
 from jacked.sources.codex.records import (
     CALL_TYPES,
     MODEL_OUTPUT_TYPES,
@@ -63,7 +63,7 @@ from jacked.sources.model import READ_TOOLS, SHELL_TOOLS, Invocation, LlmCall, T
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever the reconstruction changes: every Codex session is read again.
-PARSER_VERSION = 3  # 2: one compaction event when a token_count sits between its two records; 3: feedback events
+PARSER_VERSION = 4  # 2: one compaction event when a token_count sits between its two records; 3: feedback events; 4: Turn.raw_text
 # What Codex tells the model when the user declines a call (codex-rs/core/src/tools/events.rs,
 # `ToolEmitter::finish`; the orchestrator's "rejected by user" for other tools)
 REFUSED_OUTPUTS = frozenset({"exec command rejected by user", "patch rejected by user", "rejected by user"})
@@ -113,6 +113,7 @@ class RolloutBuilder:
         self._llm_by_seg: dict[int, LlmCall] = {}
         self._prev_total: dict[str, int] | None = None
         self._pending: dict[str, Invocation] = {}  # call_id -> invocation
+        self._turn_of_call: dict[int, Turn] = {}  # id of an invocation -> its turn (its output may come later)
         self._exec_end: dict[str, dict[str, Any]] = {}  # call_id -> exec_command_end payload
         self._patches: dict[int, list[PatchFile]] = {}  # id(invocation) -> its patch's files
         self._reads: dict[int, list[str]] = {}  # id(invocation) -> files its shell command read
@@ -287,6 +288,7 @@ class RolloutBuilder:
 
     def _assistant_text(self, turn: Turn, text: str) -> None:
         if text.strip():
+            add_raw(turn, strip_ansi(text))
             text = strip_ansi(text[:MAX_TEXT_CHARS])
             turn.assistant_text = text
             self.last_assistant_text = text
@@ -340,6 +342,7 @@ class RolloutBuilder:
             inv.is_error = p.get("status") == "failed"
             inv.result_timestamp = ts
         turn.invocations.append(inv)
+        add_raw(turn, args)
         self._owner[id(inv)] = turn
         self._calls.append((inv, self._tok_seg, self._out_seg))
         if inv.tool_use_id:
@@ -365,6 +368,8 @@ class RolloutBuilder:
             self._reject(inv, ts)
         limit = brief_limit(inv.tool_name, inv.is_error)
         inv.result_brief = short(text, limit) if inv.tool_name in READ_TOOLS else head_and_tail(text, limit)
+        if (owner := self._owner.get(id(inv))) is not None:
+            add_raw(owner, text)
         self._settle_patch(inv)
 
     def _reject(self, inv: Invocation, ts: str | None) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.decisions import interrupted, tool_rejected
 from jacked.sources.metrics import compute_metrics, elapsed_ms
 from jacked.sources.model import (
@@ -52,7 +52,7 @@ from jacked.sources.model import (
 from jacked.sources.textclean import strip_ansi
 from jacked.util.time import parse_ts
 
-PARSER_VERSION = 2  # 2: refusals and interruptions as feedback events
+PARSER_VERSION = 3  # 2: refusals and interruptions as feedback events; 3: Turn.raw_text
 
 MAX_TEXT_CHARS = 200_000
 REFERENCE_CONTENT_START = "--- Content from referenced files ---"
@@ -337,6 +337,7 @@ class TurnBuilder:
                 call.has_usage = any((inp, out, cached, thoughts, tool))
             turn.llm_calls.append(call)
         if text:
+            add_raw(turn, strip_ansi(text))
             turn.assistant_text = strip_ansi(text[:MAX_TEXT_CHARS])
             self.out.last_assistant_text = turn.assistant_text
         if calls:
@@ -390,6 +391,8 @@ class TurnBuilder:
             text = strip_ansi(text)
             limit = brief_limit(name, inv.is_error)
             inv.result_brief = short(text, limit) if name in READ_TOOLS else head_and_tail(text, limit)
+        if self.cur is not None:
+            add_raw(self.cur, args, text)
         if not inv.is_error and (name in EDIT_TOOLS or name in WRITE_TOOLS):
             self._file_change(inv, args, display, text)
         if name == EXIT_PLAN_TOOL and isinstance(args.get("plan_filename"), str):

@@ -43,7 +43,7 @@ import re
 from datetime import datetime, UTC
 from typing import Any
 
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.decisions import mark_interrupted, tool_rejected
 from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
 from jacked.sources.model import (
@@ -65,7 +65,7 @@ from jacked.sources.paths import repo_name_of
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever what `build_session` returns changes: every opencode session is read again.
-PARSER_VERSION = 4  # 3: the cost opencode recorded per response is kept; 4: feedback events
+PARSER_VERSION = 5  # 3: the cost opencode recorded per response is kept; 4: feedback events; 5: Turn.raw_text
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish", "patch", "snapshot", "file",
@@ -285,6 +285,7 @@ class SessionBuilder:
                 if is_summary:
                     summary.append(text)
                 else:
+                    add_raw(turn, text)
                     turn.assistant_text = self.last_assistant_text = text[:MAX_TEXT_CHARS]
         if not finished and isinstance(message.get("tokens"), dict):
             _usage(llm(1 if step else 0), message["tokens"], only_if_any=True, cost=message.get("cost"))
@@ -341,6 +342,7 @@ class SessionBuilder:
             inv.result_brief = short(text, limit) if name in READ_TOOLS else head_and_tail(text, limit)
             if not inv.is_error and (name in EDIT_TOOLS or name in WRITE_TOOLS):
                 _file_change(inv, inp, meta)
+        add_raw(turn, inp, text)
         turn.invocations.append(inv)
         return inv
 
@@ -415,6 +417,7 @@ class SessionBuilder:
             elif kind == "text":
                 text = p.get("text")
                 if isinstance(text, str) and text.strip():
+                    add_raw(turn, text)
                     turn.assistant_text = self.last_assistant_text = text[:MAX_TEXT_CHARS]
             elif kind.__class__ is not str or kind not in CONTENT_TYPES:
                 self.unknown += 1
