@@ -384,7 +384,10 @@ class Jacked:
         def search(query: str, in_repo: str | None) -> list[Any]:
             from jacked.query.options import SearchOptions
 
-            return self.search(query, SearchOptions(repo=in_repo, limit=6, current_repo=repo))["results"]
+            # Replaying a history (`until`): sessions started later are dropped after the search, so
+            # ask for more lest they crowd out the ones that were there.
+            limit = 20 if until else 6
+            return self.search(query, SearchOptions(repo=in_repo, limit=limit, current_repo=repo))["results"]
 
         return prompt_recall(prompt, repo, search, session_id=session_id, until=until,
                              max_tokens=max_tokens or PROMPT_RECALL_MAX_TOKENS,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,6 +49,15 @@ def resolve_aider(labels: list[dict[str, Any]], root: Path) -> list[dict[str, An
             {**lab, "cwd": str((root / lab["cwd"].removeprefix("aider/")).absolute()),
              "session_id": sid(lab["session_id"]), "expect": [sid(e) for e in lab["expect"]]}
             for lab in labels]
+
+
+def aider_repos(root: Path, home: Path) -> Path:
+    """A copy of the Aider histories under `home`, outside any git checkout: each folder then is the
+    repo it stands for, as a user's history sits at their repo's top. Read in place, inside jacked's
+    checkout, their prompts would be typed in repo `jacked` and their sessions found in `aug12`."""
+    copy = home / "aider-repos"
+    shutil.copytree(root, copy, dirs_exist_ok=True)
+    return copy
 
 
 def load_labels(path: Path) -> list[dict[str, Any]]:
@@ -128,13 +138,14 @@ def main() -> None:
     # Every other agent's source points at an empty folder: never at this machine's own histories.
     nowhere = args.home / "no-agent-data"
     nowhere.mkdir(parents=True, exist_ok=True)
+    aider_root = aider_repos(args.aider_root, args.home)
     os.environ.update(CLAUDE_CONFIG_DIR=str(args.claude_dir), JACKED_HOME=str(args.home), JACKED_DAEMON="off",
-                      JACKED_AIDER_ROOT=str(args.aider_root), CODEX_HOME=str(nowhere),
+                      JACKED_AIDER_ROOT=str(aider_root), CODEX_HOME=str(nowhere),
                       GEMINI_CLI_HOME=str(nowhere), XDG_DATA_HOME=str(nowhere))
     from jacked.config import load_settings
     from jacked.service import Jacked
 
-    labels = resolve_aider(load_labels(args.labels), args.aider_root)
+    labels = resolve_aider(load_labels(args.labels), aider_root)
     service = Jacked(load_settings(args.claude_dir), scan=False, warn=lambda m: print(m, file=sys.stderr))
     if not service.status().get("points"):
         service.backfill()
