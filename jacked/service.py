@@ -389,7 +389,12 @@ class Jacked:
             limit = 20 if until else 6
             return self.search(query, SearchOptions(repo=in_repo, limit=limit, current_repo=repo))["results"]
 
-        return prompt_recall(prompt, repo, search, session_id=session_id, until=until,
+        def recent(in_repo: str, since: str, limit: int) -> list[dict[str, Any]]:
+            from jacked.catalog.retrieve_queries import recent_work
+
+            return recent_work(self.fresh(), in_repo, since, until, limit)
+
+        return prompt_recall(prompt, repo, search, recent=recent, session_id=session_id, until=until,
                              max_tokens=max_tokens or PROMPT_RECALL_MAX_TOKENS,
                              margin=self.settings.token_safety_margin)
 
