@@ -369,7 +369,7 @@ class Jacked:
         """What the UserPromptSubmit hook adds to `prompt` typed at `cwd`: past sessions it refers to
         or strongly matches, or nothing (`text` ""). `#nomem` in the prompt and `exclude` silence it."""
         from jacked.ingest.privacy import Privacy, has_nomem
-        from jacked.query.prompt_recall import PROMPT_RECALL_MAX_TOKENS, prompt_recall
+        from jacked.query.prompt_recall import PROMPT_RECALL_MAX_TOKENS, SEARCH_RESULTS, prompt_recall
         from jacked.query.options import current_repo_name
 
         silent = {"text": "", "sessions": [], "tokens": 0}
@@ -386,7 +386,7 @@ class Jacked:
 
             # Replaying a history (`until`): sessions started later are dropped after the search, so
             # ask for more lest they crowd out the ones that were there.
-            limit = 20 if until else 6
+            limit = 20 if until else SEARCH_RESULTS
             return self.search(query, SearchOptions(repo=in_repo, limit=limit, current_repo=repo))["results"]
 
         def recent(in_repo: str, since: str, limit: int) -> list[dict[str, Any]]:

@@ -64,6 +64,11 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _history(label: dict[str, Any]) -> str:
+    """The Aider history a label comes from (its folder: aug12, aug19), "" for the others."""
+    return Path(label["cwd"]).name if label.get("agent") == "aider" else ""
+
+
 def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) -> dict[str, Any]:
     """Run every labelled prompt through `service.prompt_recall`; the figures and each outcome."""
     outcomes = []
@@ -74,7 +79,7 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
         outcomes.append({"prompt": lab["prompt"][:80], "expect": [e[:8] for e in lab["expect"]],
                          "injected": [s[:8] for s in injected], "tokens": said["tokens"], "reason": said["reason"],
                          "hit": bool(set(injected) & set(lab["expect"])), "source": lab["source"].split(":")[0],
-                         "agent": lab.get("agent", "claude")})
+                         "agent": lab.get("agent", "claude"), "history": _history(lab)})
     follow = [o for o in outcomes if o["expect"]]
     nothing = [o for o in outcomes if not o["expect"]]
     figures: dict[str, Any] = {
@@ -89,6 +94,9 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
     groups = {kind: lambda o, kind=kind: o["source"] == kind for kind in ("real", "written")}
     groups.update({f"real_{agent}": lambda o, agent=agent: o["source"] == "real" and o["agent"] == agent
                    for agent in sorted({o["agent"] for o in outcomes})})
+    # The Aider labels in two halves by date: the prompt cues were tuned on the first, the second is held out.
+    groups.update({f"real_aider_{half}": lambda o, half=half: o["history"] == half
+                   for half in sorted({o["history"] for o in outcomes if o["history"]})})
     for name, member in groups.items():
         f = [o for o in follow if member(o)]
         n = [o for o in nothing if member(o)]

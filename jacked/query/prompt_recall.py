@@ -26,6 +26,7 @@ __all__ = ["PROMPT_RECALL_MAX_TOKENS", "FOLLOW_UP", "refers_to_earlier_work", "p
 
 PROMPT_RECALL_MAX_TOKENS = 300
 MAX_SESSIONS = 3
+SEARCH_RESULTS = 6  # what the hook asks the search for
 QUERY_CHARS = 2000
 WHY_CHARS = 140
 
@@ -183,7 +184,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
                 r = {**r, "session_id": others[0]}
             if not (until and str(r.get("started_at") or "") > until):
                 out.append(r)
-        return out
+        return out[:SEARCH_RESULTS]
 
     query = text[:QUERY_CHARS]
     chosen: list[dict[str, Any]] = list(named)
