@@ -261,5 +261,8 @@ def _as_result(work: dict[str, Any], why: str) -> dict[str, Any]:
 
 
 def _unique(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: set[str] = set()
-    return [r for r in results if not (r["session_id"] in seen or seen.add(r["session_id"]))]  # type: ignore[func-returns-value]
+    """The first result of each session, in order."""
+    first: dict[str, dict[str, Any]] = {}
+    for r in results:
+        first.setdefault(r["session_id"], r)
+    return list(first.values())
