@@ -370,7 +370,7 @@ class Jacked:
         """What the UserPromptSubmit hook adds to `prompt` typed at `cwd`: past sessions it refers to
         or strongly matches, or nothing (`text` ""). `#nomem` in the prompt and `exclude` silence it."""
         from jacked.ingest.privacy import Privacy, has_nomem
-        from jacked.query.prompt_recall import PROMPT_RECALL_MAX_TOKENS, prompt_recall
+        from jacked.query.prompt_recall import PROMPT_RECALL_MAX_TOKENS, SEARCH_RESULTS, prompt_recall
         from jacked.query.options import current_repo_name
 
         silent = {"text": "", "sessions": [], "tokens": 0}
@@ -385,9 +385,17 @@ class Jacked:
         def search(query: str, in_repo: str | None) -> list[Any]:
             from jacked.query.options import SearchOptions
 
-            return self.search(query, SearchOptions(repo=in_repo, limit=6, current_repo=repo))["results"]
+            # Replaying a history (`until`): sessions started later are dropped after the search, so
+            # ask for more lest they crowd out the ones that were there.
+            limit = 20 if until else SEARCH_RESULTS
+            return self.search(query, SearchOptions(repo=in_repo, limit=limit, current_repo=repo))["results"]
 
-        return prompt_recall(prompt, repo, search, session_id=session_id, until=until,
+        def recent(in_repo: str, since: str, limit: int) -> list[dict[str, Any]]:
+            from jacked.catalog.retrieve_queries import recent_work
+
+            return recent_work(self.fresh(), in_repo, since, until, limit)
+
+        return prompt_recall(prompt, repo, search, recent=recent, session_id=session_id, until=until,
                              max_tokens=max_tokens or PROMPT_RECALL_MAX_TOKENS,
                              margin=self.settings.token_safety_margin)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,8 +51,22 @@ def resolve_aider(labels: list[dict[str, Any]], root: Path) -> list[dict[str, An
             for lab in labels]
 
 
+def aider_repos(root: Path, home: Path) -> Path:
+    """A copy of the Aider histories under `home`, outside any git checkout: each folder then is the
+    repo it stands for, as a user's history sits at their repo's top. Read in place, inside jacked's
+    checkout, their prompts would be typed in repo `jacked` and their sessions found in `aug12`."""
+    copy = home / "aider-repos"
+    shutil.copytree(root, copy, dirs_exist_ok=True)
+    return copy
+
+
 def load_labels(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _history(label: dict[str, Any]) -> str:
+    """The Aider history a label comes from (its folder: aug12, aug19), "" for the others."""
+    return Path(label["cwd"]).name if label.get("agent") == "aider" else ""
 
 
 def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) -> dict[str, Any]:
@@ -64,7 +79,7 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
         outcomes.append({"prompt": lab["prompt"][:80], "expect": [e[:8] for e in lab["expect"]],
                          "injected": [s[:8] for s in injected], "tokens": said["tokens"], "reason": said["reason"],
                          "hit": bool(set(injected) & set(lab["expect"])), "source": lab["source"].split(":")[0],
-                         "agent": lab.get("agent", "claude")})
+                         "agent": lab.get("agent", "claude"), "history": _history(lab)})
     follow = [o for o in outcomes if o["expect"]]
     nothing = [o for o in outcomes if not o["expect"]]
     figures: dict[str, Any] = {
@@ -79,6 +94,9 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
     groups = {kind: lambda o, kind=kind: o["source"] == kind for kind in ("real", "written")}
     groups.update({f"real_{agent}": lambda o, agent=agent: o["source"] == "real" and o["agent"] == agent
                    for agent in sorted({o["agent"] for o in outcomes})})
+    # The Aider labels in two halves by date: the prompt cues were tuned on the first, the second is held out.
+    groups.update({f"real_aider_{half}": lambda o, half=half: o["history"] == half
+                   for half in sorted({o["history"] for o in outcomes if o["history"]})})
     for name, member in groups.items():
         f = [o for o in follow if member(o)]
         n = [o for o in nothing if member(o)]
@@ -128,13 +146,14 @@ def main() -> None:
     # Every other agent's source points at an empty folder: never at this machine's own histories.
     nowhere = args.home / "no-agent-data"
     nowhere.mkdir(parents=True, exist_ok=True)
+    aider_root = aider_repos(args.aider_root, args.home)
     os.environ.update(CLAUDE_CONFIG_DIR=str(args.claude_dir), JACKED_HOME=str(args.home), JACKED_DAEMON="off",
-                      JACKED_AIDER_ROOT=str(args.aider_root), CODEX_HOME=str(nowhere),
+                      JACKED_AIDER_ROOT=str(aider_root), CODEX_HOME=str(nowhere),
                       GEMINI_CLI_HOME=str(nowhere), XDG_DATA_HOME=str(nowhere))
     from jacked.config import load_settings
     from jacked.service import Jacked
 
-    labels = resolve_aider(load_labels(args.labels), args.aider_root)
+    labels = resolve_aider(load_labels(args.labels), aider_root)
     service = Jacked(load_settings(args.claude_dir), scan=False, warn=lambda m: print(m, file=sys.stderr))
     if not service.status().get("points"):
         service.backfill()

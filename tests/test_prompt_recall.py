@@ -153,3 +153,76 @@ def test_eval_script_counts_hits_and_false_injections(indexed: Settings) -> None
     assert (figures["follow_up_prompts"], figures["other_prompts"]) == (3, 3)
     assert figures["hits"] == 3 and figures["false_injections"] == 0
     assert figures["max_tokens_used"] <= 300
+
+
+# Aider's own public history (tests/fixtures/aider/real/shell, 2024-08-21): its author asks for the
+# same change three times in three sessions and names the code he works on, never saying "again".
+SHELL_HISTORY = Path(__file__).resolve().parent / "fixtures" / "aider" / "real" / "shell"
+RETRIED = ("if the shell command is more than 1 line, after confirmation issue each command on its own. "
+           "ask for the approval once, then run all the commands.")
+
+
+@pytest.fixture(scope="module")
+def aider_indexed(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> tuple[Settings, Path]:
+    root = tmp_path_factory.mktemp("prompt-recall-aider")
+    shutil.copytree(SHELL_HISTORY, root / "aider" / "shell")
+    (root / "claude").mkdir()
+    settings = load_settings(root / "claude", jacked_home=str(root / "home"), user_name="ada")
+    before = os.environ.get("JACKED_AIDER_ROOT")
+    os.environ["JACKED_AIDER_ROOT"] = str(root / "aider")
+    try:
+        with _service(settings) as svc:
+            svc.backfill()
+    finally:
+        if before is None:
+            del os.environ["JACKED_AIDER_ROOT"]
+        else:
+            os.environ["JACKED_AIDER_ROOT"] = before
+    return settings, root / "aider" / "shell"
+
+
+def _aider_session(repo: Path, started: str) -> str:
+    from jacked.sources.aider.history import Block
+    from jacked.sources.aider.source import session_id_of
+
+    return session_id_of(repo / ".aider.chat.history.md", Block(started, 0, "", 0))
+
+
+def test_a_request_retried_in_a_new_session_gets_the_earlier_one(aider_indexed: tuple[Settings, Path]) -> None:
+    settings, repo = aider_indexed
+    first, retry = _aider_session(repo, "2024-08-21 13:08:07"), _aider_session(repo, "2024-08-21 13:11:09")
+    said = _recall(settings, RETRIED, cwd=str(repo), session_id=retry, until="2024-08-21T13:11:09.000Z")
+    assert first in said["sessions"] and retry not in said["sessions"], said
+    assert said["tokens"] <= 300 and "the same request" in said["text"]
+
+
+def test_code_named_by_few_recent_sessions_weighs_most(aider_indexed: tuple[Settings, Path]) -> None:
+    """A name one session holds outweighs a name several hold; the weight grows with the history, so
+    four sessions are too few for any to reach CODE_MIN_WEIGHT (silence, below)."""
+    from jacked.catalog.retrieve_queries import recent_work
+    from jacked.query.prompt_recall import code_matches, named_code
+
+    settings, repo = aider_indexed
+    prompt = "make handle_shell_commands in EditBlockCoder print each command before apply_edits runs it"
+    assert named_code(prompt) == {"handle_shell_commands", "EditBlockCoder", "apply_edits"}
+    assert named_code("run `pytest tests/basic` with --verbose on aider/main.py and self.io.tool_output()") == {
+        "pytest tests/basic", "--verbose", "aider/main.py", "self.io.tool_output"}
+    with _service(settings) as svc:
+        works = recent_work(svc.catalog, "shell", "2024-08-20T15:20:00.000Z", "2024-08-21T15:20:00.000Z")
+    weights = code_matches(named_code(prompt), works)
+    refactor = _aider_session(repo, "2024-08-21 13:11:44")  # moved handle_shell_commands into EditBlockCoder
+    best = max(weights, key=lambda sid: weights[sid][0])
+    assert best == refactor and weights[refactor][1] == ["EditBlockCoder", "apply_edits", "handle_shell_commands"]
+    assert all(w < weights[refactor][0] for sid, (w, _) in weights.items() if sid != refactor)
+
+
+def test_code_few_sessions_hold_in_a_short_history_stays_silent(aider_indexed: tuple[Settings, Path]) -> None:
+    settings, repo = aider_indexed
+    for prompt in ("add frobnicate_widgets to the WidgetRegistry class", "write a haiku about autumn",
+                   "make handle_shell_commands in EditBlockCoder print each command before apply_edits runs it"):
+        said = _recall(settings, prompt, cwd=str(repo), session_id="new", until="2024-08-21T15:20:00.000Z")
+        assert said["sessions"] == [], (prompt, said)
+    # a day later the sessions are out of the window: the same names point at nothing recent
+    said = _recall(settings, "make handle_shell_commands in EditBlockCoder print each command before apply_edits runs it",
+                   cwd=str(repo), session_id="new", until="2024-08-23T15:20:00.000Z")
+    assert said["sessions"] == [], said

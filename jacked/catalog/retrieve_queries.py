@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from jacked.catalog import Catalog
+from jacked.catalog import Catalog, repo_match, rows_in
 from jacked.sources.decisions import SEARCHABLE_DECISIONS, decision_text
 
 
@@ -39,3 +39,31 @@ def sessions_in_folder(catalog: Catalog, folder: str, repo_name: str | None,
     total = len(rows) if limit is None or len(rows) < limit else int(catalog.db.execute(
         f"SELECT COUNT(*) FROM sessions WHERE {where}", args).fetchone()[0])
     return rows, total
+
+
+def recent_work(catalog: Catalog, repo: str, since: str, until: str | None = None, limit: int = 40,
+                turn_chars: int = 4000) -> list[dict[str, Any]]:
+    """What the newest `limit` listed sessions of `repo` active since `since` (and started by `until`)
+    worked on, newest first: `session_id`, `started_at`, `ended_at`, `title`, `prompts` (typed, in
+    order) and `text` (prompts, each turn's answer cut at `turn_chars`, the files its calls touched)."""
+    sql = ("SELECT session_id, repo_name, started_at, ended_at, title, first_prompt FROM sessions "
+           f"WHERE has_main = 1 AND {repo_match()} AND COALESCE(ended_at, started_at) >= ?")
+    args: list[Any] = [repo, repo, since]
+    if until:
+        sql += " AND started_at <= ?"
+        args.append(until)
+    sessions = {r["session_id"]: {**dict(r), "prompts": [], "parts": []} for r in catalog.db.execute(
+        sql + " ORDER BY COALESCE(ended_at, started_at) DESC LIMIT ?", [*args, limit])}
+    ids = list(sessions)
+    for sid, prompt, answer in rows_in(
+            catalog.db, f"SELECT session_id, prompt, substr(assistant_text, 1, {int(turn_chars)}) FROM turns "
+            "WHERE session_id IN (?*) ORDER BY session_id, turn_index", ids, tuples=True):
+        s = sessions[sid]
+        if prompt:
+            s["prompts"].append(prompt)
+        s["parts"] += [prompt or "", answer or ""]
+    for sid, path in rows_in(catalog.db, "SELECT DISTINCT session_id, file_path FROM invocations "
+                             "WHERE session_id IN (?*) AND file_path IS NOT NULL", ids, tuples=True):
+        sessions[sid]["parts"].append(path)
+    return [{**{k: v for k, v in s.items() if k != "parts"}, "text": "\n".join([s["title"] or "", *s["parts"]])}
+            for s in sessions.values()]
