@@ -172,6 +172,10 @@ def test_the_other_answers_validate_and_agree(indexed: Settings, tmp_path: Path,
            "timeline": _cli(indexed, "timeline", DEEP[:8]), "file-history": _cli(indexed, "file-history", EDITED),
            "sessions": _cli(indexed, "sessions"), "archive": _cli(indexed, "archive"),
            "summarize-status": _cli(indexed, "summarize", "--status"), "config": _cli(indexed, "config", "--show")}
+    where = next(r["cwd"] for r in cli["sessions"] if r["session_id"] == DEEP)
+    cli |= {"recall": _cli(indexed, "recall", "--cwd", where),
+            "prompt-recall": _cli(indexed, "recall", "--cwd", where, "--prompt", "continue the plan from last time"),
+            "prompt-silent": _cli(indexed, "recall", "--cwd", where, "--prompt", "#nomem what is a monad")}
     turn = next(t for t in cli["turns"]["turns"] if 3 <= len(t["invocations"]) <= 50)
     mcp = dict(zip(("session", "turns-page", "turn-page", "timeline-page", "timeline-all", "file-history-page",
                     "stats", "stats-tool", "sessions-page"), _mcp(indexed, [
@@ -185,7 +189,7 @@ def test_the_other_answers_validate_and_agree(indexed: Settings, tmp_path: Path,
         ("GET", f"/api/sessions/{DEEP[:8]}", {}), ("GET", f"/api/sessions/{DEEP[:8]}/turns", {}),
         ("GET", "/api/stats", {})])))
 
-    named = {"stats-tool": "stats", "stats-session": "stats", "usage-session": "usage", "timeline-all": "timeline-page"}
+    named = {"prompt-silent": "prompt-recall", "stats-tool": "stats", "stats-session": "stats", "usage-session": "usage", "timeline-all": "timeline-page"}
     for surface in (cli, mcp, web):
         for name, answer in surface.items():
             for one in answer if name == "export" else [answer]:
@@ -194,6 +198,8 @@ def test_the_other_answers_validate_and_agree(indexed: Settings, tmp_path: Path,
     assert cli["file-history"] and cli["stats-tool"]["tool_detail"]["calls"] > 0 and cli["turns"]["subagents"]
     assert {e["type"] for e in cli["timeline"]} >= {"intent", "action", "file", "error", "llm", "subagent"}
     assert web["health"]["sessions"] == len(cli["sessions"]) and web["repos"]["repos"]
+    assert cli["recall"]["sessions"] and cli["prompt-silent"] == {"text": "", "sessions": [], "tokens": 0,
+                                                                  "reason": "#nomem"}
 
     # The same question, the same JSON. MCP shortens texts over FIELD_CHARS (`clip`), pages lists and
     # gives the turn's calls as the page's items; the web adds what its pages draw.

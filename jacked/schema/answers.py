@@ -1084,6 +1084,25 @@ class ConfigResetAnswer(TypedDict):
     backup: str | None
 
 
+class RecallAnswer(TypedDict):
+    """`jacked recall --json`: the SessionStart brief of a repo's past sessions."""
+
+    repo: str | None
+    sessions: list[str]
+    text: str
+    tokens: int
+
+
+class PromptRecallAnswer(TypedDict):
+    """`jacked recall --prompt TEXT --json`: what the UserPromptSubmit hook adds (`text` "" when it
+    stays silent, and `reason` says why either way)."""
+
+    text: str
+    sessions: list[str]
+    tokens: int
+    reason: str
+
+
 #: The answers by the name `jacked schema NAME` takes: their JSON shape.
 ANSWERS: dict[str, Any] = {
     "search": SearchAnswer,
@@ -1121,4 +1140,6 @@ ANSWERS: dict[str, Any] = {
     "config-set": ConfigSetAnswer,
     "config-migrate": ConfigMigrateAnswer,
     "config-reset": ConfigResetAnswer,
+    "recall": RecallAnswer,
+    "prompt-recall": PromptRecallAnswer,
 }
