@@ -20,7 +20,7 @@ from jacked.query.history import turns_json
 from jacked.sources.copilot.source import CopilotSource
 from jacked.sources.model import Session
 from jacked.sources.registry import SOURCES
-from kit import agent_module, assert_agrees_with_count, file_snapshot
+from kit import agent_module, assert_agrees_with_count, file_snapshot, read_each
 
 HERE = Path(__file__).parent
 HAND = HERE / "fixtures" / "copilot" / "hand" / ".copilot"
@@ -243,14 +243,7 @@ def test_writer_round_trip(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ VS Code's Copilot Chat
 def _read_chats(user: Path) -> tuple[dict[str, Session], list[str]]:
     """Every chat under an editor's user folder that reads, and the errors of those that do not."""
-    errors: list[str] = []
-    out = {}
-    for found in SOURCE.discover(user, errors):
-        try:
-            out[found.session_id] = SOURCE.read(found)
-        except ValueError as e:
-            errors.append(f"{found.location}: {e}")
-    return out, errors
+    return read_each(SOURCE, user)
 
 
 @pytest.mark.parametrize("user", [CODE, INSIDERS], ids=["code", "insiders"])
