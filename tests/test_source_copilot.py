@@ -286,8 +286,12 @@ def test_vscode_chat_details() -> None:
     assert mono.turns[1].assistant_text == "Two of them:" and len(mono.turns[1].invocations) == 1
     empty = sessions[EMPTY]  # an empty window's chat, version 2
     assert (empty.cwd, empty.title, empty.turns[0].is_slash_command) == (None, "Python descriptors", True)
-    (insider,) = _read_chats(INSIDERS)[0].values()
-    assert (insider.cwd, insider.turns[0].invocations[0].tool_name) == ("/srv/infra", "create_file")
+    (insider,) = _read_chats(INSIDERS)[0].values()  # `isConfirmed` as a ConfirmedReason
+    assert (insider.cwd, [i.is_error for i in insider.turns[0].invocations]) == ("/srv/infra", [False, True, True])
+    assert [(e.type, e.data["kind"], e.data["target"], e.data.get("reason")) for e in insider.turns[0].events] == [
+        ("decision", "approval", "/srv/infra/worker/Dockerfile", None),
+        ("feedback", "tool_rejected", "docker push worker", None),
+        ("feedback", "tool_rejected", "docker rmi worker:old", "skipped")]
 
 
 def test_vscode_bad_content_never_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,8 +12,10 @@ Rules, as VS Code keeps a chat (microsoft/vscode `chatModel.ts`, `objectMutation
   to `i` and append `v`, 3 remove; a line that is not JSON is passed over;
 * a turn is each entry of `requests`;
 * a tool call is each response part of kind `toolInvocationSerialized` or `textEditGroup`; it
-  failed when `resultDetails.isError` is true or `isConfirmed` is false (the user refused it);
-* refused: parts with `isConfirmed` false; interrupted: requests with `isCanceled` true;
+  failed when `resultDetails.isError` is true or the user refused it;
+* refused: parts whose `isConfirmed` is false or `{"type": 0}` (denied) or `{"type": 5}`
+  (skipped); approved: `{"type": 4}` (the user allowed it when asked); interrupted: requests
+  with `isCanceled` true;
 * files edited: the distinct `uri.path` of the `textEditGroup` parts. No tokens are kept.
 """
 from __future__ import annotations
@@ -79,7 +81,7 @@ def count(user: Path) -> dict[str, Any]:
                 unreadable.append(str(path))
                 continue
         requests = [r for r in (data or {}).get("requests") or [] if isinstance(r, dict)]
-        calls = errors = refused = 0
+        calls = errors = refused = approved = 0
         edited: set[str] = set()
         for req in requests:
             for part in req.get("response") or []:
@@ -88,15 +90,18 @@ def count(user: Path) -> dict[str, Any]:
                 calls += 1
                 details = part.get("resultDetails")
                 failed = isinstance(details, dict) and details.get("isError") is True
-                if part.get("isConfirmed") is False:
+                confirmed = part.get("isConfirmed")
+                reason = confirmed.get("type") if isinstance(confirmed, dict) else None
+                if confirmed is False or reason in (0, 5):
                     refused += 1
                     failed = True
+                approved += reason == 4
                 errors += failed
                 if part.get("kind") == "textEditGroup":
                     edited.add(part["uri"]["path"])
         by_session[sid] = {"turns": len(requests), "tool_calls": calls, "errors": errors,
                            "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
-                           "rejected": refused, "interrupted": sum(r.get("isCanceled") is True for r in requests),
+                           "rejected": refused, "approved": approved, "interrupted": sum(r.get("isCanceled") is True for r in requests),
                            "files_edited": len(edited)}
     return {"sessions": len(by_session), "unreadable": unreadable, "by_session": by_session,
             "turns": sum(s["turns"] for s in by_session.values()),

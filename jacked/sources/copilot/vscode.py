@@ -18,7 +18,8 @@ path, 2 push onto (and cut) an array, 3 delete). Both as read in microsoft/vscod
 Each request is a turn: `message.text` (a bare string before the parsed form), `timestamp`
 (epoch ms), `modelId`, `requestId`. Its `response` parts: `markdownContent` (and the bare
 markdown strings of old files) are the answer; `toolInvocationSerialized` a tool call
-(`toolId`, `toolCallId`, `isComplete`, `resultDetails`, `isConfirmed` false: refused), the calls
+(`toolId`, `toolCallId`, `isComplete`, `resultDetails`; `isConfirmed` false or a denied or
+skipped `ConfirmedReason`: refused, one the user allowed when asked: approved), the calls
 between two pieces of text one batch; `textEditGroup` the edits of one file. `isCanceled` is an
 interruption, `result.errorDetails` (earlier `responseErrorDetails`) an error, and
 `result.timings.totalElapsed` when the answer ended.
@@ -36,7 +37,7 @@ from jacked.sources.base import FoundSession, stat_fingerprint
 from jacked.sources.briefs import brief_input, brief_limit, head_and_tail, short
 from jacked.sources.cline.source import editor_config_dir
 from jacked.sources.cline.turns import iso_of_ms
-from jacked.sources.decisions import mark_interrupted, tool_rejected
+from jacked.sources.decisions import mark_interrupted, tool_approved, tool_rejected
 from jacked.sources.metrics import finish_turns
 from jacked.sources.model import Invocation, Session, TextUnit, Turn, TurnEvent
 from jacked.sources.paths import path_of_uri, repo_name_of
@@ -47,6 +48,10 @@ EMPTY_WINDOW = ("globalStorage", "emptyWindowChatSessions")
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_TEXT_CHARS = 200_000
 EDIT_GROUP_TOOL = "edit"  # a `textEditGroup`: the edits Copilot made to one file
+# `isConfirmed` as a `ConfirmedReason` (releases of 2025 on; a boolean before): its `type`, a
+# `ToolConfirmKind` (chatService.ts): Denied 0, ConfirmationNotNeeded 1, Setting 2,
+# LmServicePerTool 3 (allowed earlier for a scope), UserAction 4 (allowed when asked), Skipped 5
+CONFIRM_DENIED, CONFIRM_BY_USER, CONFIRM_SKIPPED = 0, 4, 5
 
 
 def vscode_user_dirs(environ: Mapping[str, str], platform: str = sys.platform) -> list[Path]:
@@ -284,9 +289,13 @@ def _tool_call(part: dict[str, Any], turn: Turn, batch: int, ts: str | None) -> 
         output = as_object(details).get("output")
         text = "\n".join(_text(o) for o in output if isinstance(o, dict)) if isinstance(output, list) else ""
         inv.result_brief = head_and_tail(text, brief_limit(inv.tool_name, inv.is_error)) if text else ""
-    if part.get("isConfirmed") is False:
+    confirmed = part.get("isConfirmed")
+    kind = as_object(confirmed).get("type")
+    if confirmed is False or kind in (CONFIRM_DENIED, CONFIRM_SKIPPED):
         inv.is_error = True
-        turn.events.append(tool_rejected(ts, inv))
+        turn.events.append(tool_rejected(ts, inv, "skipped" if kind == CONFIRM_SKIPPED else None))
+    elif kind == CONFIRM_BY_USER:
+        turn.events.append(tool_approved(ts, inv))
     return inv
 
 
