@@ -265,7 +265,9 @@ def test_vscode_chat_details() -> None:
     assert panel.models == ["copilot/gpt-4.1", "copilot/claude-sonnet-4"]
     first, second, third = panel.turns
     assert first.prompt == "Why does the checkout test fail on CI?" and first.started_at == "2026-01-01T10:00:00.000Z"
-    assert first.duration_ms == 42_000 and first.assistant_text.startswith("Let me look at the test and run it.\n\n")
+    assert first.duration_ms == 42_000 and first.assistant_text == (
+        "Let me look at the test and run it.\n\nThe rates table in `rates.py` has no EUR entry on CI. I added it:"
+        "\n\nRun the test again to confirm.")
     read, run, edit = first.invocations
     assert (read.tool_name, read.file_path, read.is_error) == ("copilot_readFile", "/home/dev/shop-api/tests/checkout_test.py", False)
     assert (run.command, run.is_error, run.sequence, run.position) == ("pytest tests/checkout_test.py -x", True, 0, 2)

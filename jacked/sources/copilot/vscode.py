@@ -17,7 +17,7 @@ path, 2 push onto (and cut) an array, 3 delete). Both as read in microsoft/vscod
 
 Each request is a turn: `message.text` (a bare string before the parsed form), `timestamp`
 (epoch ms), `modelId`, `requestId`. Its `response` parts: `markdownContent` (and the bare
-markdown strings of old files) are the answer; `toolInvocationSerialized` a tool call
+markdown strings of old files), with the `inlineReference`s named inside it, are the answer; `toolInvocationSerialized` a tool call
 (`toolId`, `toolCallId`, `isComplete`, `resultDetails`; `isConfirmed` false or a denied or
 skipped `ConfirmedReason`: refused, one the user allowed when asked: approved), the calls
 between two pieces of text one batch; `textEditGroup` the edits of one file. `isCanceled` is an
@@ -229,16 +229,15 @@ def _turn(req: dict[str, Any], index: int, models: list[str]) -> Turn:
         turn.models.append(model)
         if model not in models:
             models.append(model)
-    answer: list[str] = []
+    runs: list[str] = [""]  # the answer's text between tool calls: its pieces streamed, joined as shown
     batch, after_text = 0, True
     parts = req.get("response")
     for part in parts if isinstance(parts, list) else []:
         kind = part.get("kind") if isinstance(part, dict) else None
-        if kind in (None, "markdownContent"):
-            text = _text(part.get("content") if kind else part)
-            if text.strip():
-                answer.append(text)
-                after_text = True
+        if kind in (None, "markdownContent", "inlineReference"):
+            text = _reference_name(part) if kind == "inlineReference" else _text(part.get("content") if kind else part)
+            runs[-1] += text
+            after_text = after_text or bool(text.strip())
             continue
         if kind not in ("toolInvocationSerialized", "textEditGroup"):
             continue
@@ -246,8 +245,10 @@ def _turn(req: dict[str, Any], index: int, models: list[str]) -> Turn:
             batch, after_text = batch + (1 if turn.invocations else 0), False
         inv = _tool_call(part, turn, batch, ts) if kind == "toolInvocationSerialized" else _edit_group(part, turn, batch, ts)
         turn.invocations.append(inv)
+        runs.append("")
+    answer = "\n\n".join(r.strip() for r in runs if r.strip())
     if answer:
-        turn.assistant_text = "\n\n".join(a.strip() for a in answer)[:MAX_TEXT_CHARS]
+        turn.assistant_text = answer[:MAX_TEXT_CHARS]
     result = as_object(req.get("result"))
     elapsed = as_object(result.get("timings")).get("totalElapsed")
     if ts and isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and elapsed > 0:
@@ -260,6 +261,18 @@ def _turn(req: dict[str, Any], index: int, models: list[str]) -> Turn:
         running = next((i for i in reversed(turn.invocations) if not i.has_result), None)
         mark_interrupted(turn, turn.ended_at, running)
     return turn
+
+
+def _reference_name(part: dict[str, Any]) -> str:
+    """How an `inlineReference` (a file, a location or a symbol named inside the answer) reads: its
+    name, else its file's name."""
+    ref = as_object(part.get("inlineReference"))
+    if isinstance(part.get("name"), str) and part["name"]:
+        return f"`{part['name']}`"
+    if isinstance(ref.get("name"), str) and ref["name"]:
+        return f"`{ref['name']}`"
+    path = path_of_uri(as_object(ref.get("uri") or as_object(ref.get("location")).get("uri") or ref).get("path"))
+    return f"`{path.rsplit('/', 1)[-1]}`" if path else ""
 
 
 def _new_call(turn: Turn, tool: str, call_id: str, batch: int, ts: str | None) -> Invocation:
