@@ -39,7 +39,7 @@ class Scanner(SessionReader):
 
     def __init__(self, catalog: Catalog, claude_dir: Path, agents: Mapping[str, Path | Sequence[Path]] | None = None,
                  archive: Any = True, privacy: Any = None) -> None:
-        """`agents`: {agent: folder} of the other sources to read too (`jacked.ingest.agents.source_roots`).
+        """`agents`: {agent: folder or folders} of the other sources to read too (`jacked.ingest.agents.source_roots`).
         The archive keeps a compressed copy of every Claude file read (True: the one beside the catalog;
         False: none, the `archive` setting off). `privacy`: the sessions not to keep
         (`jacked.ingest.privacy.Privacy.from_settings`; None keeps all but the forgotten ones)."""
