@@ -116,6 +116,7 @@ def _no_real_agent_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["JACKED_AIDER_ROOT"] = str(empty / "aider")  # else the home folder is searched
     os.environ["QWEN_RUNTIME_DIR"] = str(empty / "qwen")
     os.environ["COPILOT_HOME"] = str(empty / "copilot")
+    os.environ["JACKED_VSCODE_DIR"] = str(empty / "vscode")  # else VS Code's user folders (Copilot Chat)
     for name in ("CLINE", "ROO", "KILO"):  # else the editors' extension storage is looked for
         os.environ[f"JACKED_{name}_DIR"] = str(empty / name.lower())
     os.environ["JACKED_CURSOR_DIR"] = str(empty / "cursor")

@@ -166,6 +166,19 @@ def assert_agrees_with_count(sessions: dict[str, Any], by_session: dict[str, dic
                 == want["approved"], sid
 
 
+def read_each(source: Any, root: Path) -> tuple[dict[str, Any], list[str]]:
+    """Every session a source finds under `root` that reads (`Session` by id), and an error line
+    (`<location>: <error>`) for each folder or file it could not use."""
+    errors: list[str] = []
+    out = {}
+    for found in source.discover(root, errors):
+        try:
+            out[found.session_id] = source.read(found)
+        except ValueError as e:
+            errors.append(f"{found.location}: {e}")
+    return out, errors
+
+
 def feedback_counts(session: Any) -> tuple[int, int]:
     """(calls the user refused, interruptions) of a session, from its `feedback` events."""
     kinds = [e.data["kind"] for t in session.turns for e in t.events if e.type == "feedback"]

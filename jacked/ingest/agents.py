@@ -8,7 +8,7 @@ that cannot be read is skipped and reported; the others are kept.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +20,24 @@ from jacked.sources.registry import SOURCES
 WRITE_EVERY = 50  # sessions per transaction
 
 
-def source_roots(disabled: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None) -> dict[str, Path]:
-    """{agent: folder} of every enabled source besides Claude Code whose folder exists."""
+def source_folders(source: TranscriptSource, environ: Mapping[str, str]) -> list[Path]:
+    """The folders of a source that exist: its `roots(environ)` when it reads several (Copilot: the
+    CLI's home and VS Code's user folders), else its `default_root`."""
+    several = getattr(source, "roots", None)
+    candidates = several(environ) if several is not None else [source.default_root(environ)]
+    return [p for p in candidates if p.is_dir()]
+
+
+def source_roots(disabled: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None) -> dict[str, list[Path]]:
+    """{agent: folders} of every enabled source besides Claude Code with a folder that exists."""
     env = os.environ if environ is None else environ
     roots = {}
     for name, source in SOURCES.items():
         if getattr(source, "incremental", False) or name in disabled:
             continue
-        root = source.default_root(env)
-        if root.is_dir():
-            roots[name] = root
+        folders = source_folders(source, env)
+        if folders:
+            roots[name] = folders
     return roots
 
 
@@ -40,58 +48,67 @@ def source_status(catalog: Catalog, claude_dir: Path, disabled: list[str] | tupl
     counts = scan_state.agent_counts(catalog)
     out = []
     for name, source in SOURCES.items():
-        root = claude_dir if getattr(source, "incremental", False) else source.default_root(env)
+        folders = [claude_dir] if getattr(source, "incremental", False) else source_folders(source, env)
+        root = folders[0] if folders else source.default_root(env)
         out.append({"name": name, "label": source.label, "root": str(root), "found": root.is_dir(),
-                    "enabled": name not in disabled, "sessions": counts.get(name, 0)})
+                    "enabled": name not in disabled, "sessions": counts.get(name, 0)}
+                   | ({"roots": [str(f) for f in folders]} if len(folders) > 1 else {}))
     return out
 
 
-def scan_agents(catalog: Catalog, roots: Mapping[str, Path], known: FileStates, report: Any,
+def scan_agents(catalog: Catalog, roots: Mapping[str, Path | Sequence[Path]], known: FileStates, report: Any,
                 privacy: Any = None) -> None:
-    """Bring the catalog up to date with the sessions under `roots` ({agent: folder}); counts go to
+    """Bring the catalog up to date with the sessions under `roots` ({agent: folder or folders}); counts go to
     `report` (a `ScanReport`: its `agents` per agent, `errors`, and the session totals). `privacy`
     (jacked.ingest.privacy): sessions not to keep are forgotten instead of written."""
     forgotten = forget_queries.forgotten_ids(catalog)
-    for name, root in roots.items():
+    for name, given in roots.items():
         source = SOURCES[name]
+        folders = [given] if isinstance(given, Path) else list(given)
+        root = folders[0]
         counts = report.agents.setdefault(name, {"root": str(root), "sessions": 0, "scanned": 0, "skipped": 0})
         errors: list[str] = []
         pending: list[tuple[Session, FileState]] = []
         unchanged: list[str] = []
-        try:
-            for found in source.discover(root, errors):
-                counts["sessions"] += 1
-                if found.session_id in forgotten:  # never read or written again
-                    report.sessions_forgotten += 1
-                    continue
-                report.session_ids.append(found.session_id)
-                if found.extra.get("fallback") and catalog.existing_session_ids([found.session_id]):
-                    # A stand-in read from what the agent kept after deleting the session (Gemini CLI's
-                    # prompt log): the session jacked already read whole stays as it is.
-                    report.sessions_unchanged += 1
-                    unchanged.append(found.session_id)
-                    continue
-                state = known.get(found.location)
-                if state is not None and state.head_hash == found.fingerprint \
-                        and state.parser_version == source.parser_version:
-                    report.sessions_unchanged += 1
-                    unchanged.append(found.session_id)
-                    continue
-                built = _read(source, found, errors)
-                if built is None:
-                    counts["skipped"] += 1
-                    continue
-                pending.append(built)
-                if len(pending) >= WRITE_EVERY:
-                    _write(catalog, pending, known, report, counts, privacy)
-                    pending = []
-        except OSError as e:  # the folder itself went away or became unreadable mid-listing
-            errors.append(f"{root}: {e.strerror or e}")
+        for found in _found_in(source, folders, errors):
+            counts["sessions"] += 1
+            if found.session_id in forgotten:  # never read or written again
+                report.sessions_forgotten += 1
+                continue
+            report.session_ids.append(found.session_id)
+            if found.extra.get("fallback") and catalog.existing_session_ids([found.session_id]):
+                # A stand-in read from what the agent kept after deleting the session (Gemini CLI's
+                # prompt log): the session jacked already read whole stays as it is.
+                report.sessions_unchanged += 1
+                unchanged.append(found.session_id)
+                continue
+            state = known.get(found.location)
+            if state is not None and state.head_hash == found.fingerprint \
+                    and state.parser_version == source.parser_version:
+                report.sessions_unchanged += 1
+                unchanged.append(found.session_id)
+                continue
+            built = _read(source, found, errors)
+            if built is None:
+                counts["skipped"] += 1
+                continue
+            pending.append(built)
+            if len(pending) >= WRITE_EVERY:
+                _write(catalog, pending, known, report, counts, privacy)
+                pending = []
         _write(catalog, pending, known, report, counts, privacy)
         turns, skipped, _ = scan_state.unchanged_totals(catalog, unchanged)
         report.turns += turns
         report.lines_skipped += skipped
         report.errors.extend(f"{source.label}: {e}" for e in errors)
+
+
+def _found_in(source: TranscriptSource, folders: list[Path], errors: list[str]) -> Iterator[FoundSession]:
+    for folder in folders:
+        try:
+            yield from source.discover(folder, errors)
+        except OSError as e:  # the folder itself went away or became unreadable mid-listing
+            errors.append(f"{folder}: {e.strerror or e}")
 
 
 def _read(source: TranscriptSource, found: FoundSession, errors: list[str]) -> tuple[Session, FileState] | None:

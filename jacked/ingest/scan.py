@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,9 @@ CHUNK_SESSIONS = 500
 class Scanner(SessionReader):
     """Brings the catalog up to date with a Claude directory and the other agents' folders."""
 
-    def __init__(self, catalog: Catalog, claude_dir: Path, agents: Mapping[str, Path] | None = None,
+    def __init__(self, catalog: Catalog, claude_dir: Path, agents: Mapping[str, Path | Sequence[Path]] | None = None,
                  archive: Any = True, privacy: Any = None) -> None:
-        """`agents`: {agent: folder} of the other sources to read too (`jacked.ingest.agents.source_roots`).
+        """`agents`: {agent: folder or folders} of the other sources to read too (`jacked.ingest.agents.source_roots`).
         The archive keeps a compressed copy of every Claude file read (True: the one beside the catalog;
         False: none, the `archive` setting off). `privacy`: the sessions not to keep
         (`jacked.ingest.privacy.Privacy.from_settings`; None keeps all but the forgotten ones)."""
@@ -119,6 +119,6 @@ class Scanner(SessionReader):
 
 
 def scan(catalog: Catalog, claude_dir: Path, progress: Callable[[int, int], None] | None = None,
-         agents: Mapping[str, Path] | None = None) -> ScanReport:
+         agents: Mapping[str, Path | Sequence[Path]] | None = None) -> ScanReport:
     """Bring `catalog` up to date with every session under `claude_dir` (and the `agents` folders)."""
     return Scanner(catalog, claude_dir, agents).scan(progress)

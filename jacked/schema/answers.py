@@ -268,6 +268,7 @@ class SourceStatus(TypedDict):
     name: str
     label: str
     root: str | None
+    roots: NotRequired[list[str]]  # a source read from several folders (Copilot: CLI and VS Code): every one
     found: bool
     enabled: bool
     sessions: int

@@ -29,6 +29,12 @@ EDIT_TOOLS = EDIT_TOOLS | {"edit_existing_file", "single_find_and_replace", "mul
 SHELL_TOOLS = SHELL_TOOLS | {"run_terminal_command"}
 # OpenHands' (its file actions are named read / write / edit)
 SHELL_TOOLS = SHELL_TOOLS | {"execute_bash", "execute_ipython_cell"}
+# VS Code's Copilot Chat (`toolId`s: the current names and the earlier `copilot_*` ones)
+READ_TOOLS = READ_TOOLS | {"copilot_readFile"}
+WRITE_TOOLS = WRITE_TOOLS | {"create_file", "copilot_createFile"}
+EDIT_TOOLS = EDIT_TOOLS | {"replace_string_in_file", "multi_replace_string_in_file", "insert_edit_into_file",
+                           "copilot_replaceString", "copilot_multiReplaceString", "copilot_insertEdit"}
+SHELL_TOOLS = SHELL_TOOLS | {"run_in_terminal", "copilot_runInTerminal"}
 
 
 @dataclass(slots=True)

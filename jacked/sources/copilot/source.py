@@ -25,6 +25,10 @@ their data are those of the Copilot SDK's generated `session-events.ts`
   `session.title_changed`.
 * Events of a subagent carry an `agentId` (or, earlier, `parentToolCallId`): they are the
   subagent's, linked to the call that started it (`subagent.started`: `toolCallId`, `agentName`).
+
+VS Code's Copilot Chat sessions are `copilot` sessions too (`--agent copilot` finds both): the
+source's folders are the CLI's home and the editors' user folders that hold chats
+(`jacked.sources.copilot.vscode`); `discover` tells them apart by what is in them.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from jacked.sources.base import FoundSession, stat_fingerprint
+from jacked.sources.copilot.vscode import chat_roots, discover_chats, read_chat
 from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.gemini.turns import string_edit_counts
 from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
@@ -137,19 +142,24 @@ def _file_change(inv: Invocation, args: dict[str, Any]) -> None:
 
 
 class CopilotSource:
-    """GitHub Copilot CLI (`COPILOT_HOME`, else `~/.copilot`)."""
+    """GitHub Copilot: the CLI (`COPILOT_HOME`, else `~/.copilot`) and VS Code's Copilot Chat."""
 
     name = "copilot"
-    label = "GitHub Copilot CLI"
+    label = "GitHub Copilot"
     parser_version = PARSER_VERSION
 
     def default_root(self, environ: Mapping[str, str]) -> Path:
         return copilot_home(environ)
 
+    def roots(self, environ: Mapping[str, str]) -> list[Path]:
+        """Every folder read: the CLI's home and the editors' user folders with chats in them."""
+        return [copilot_home(environ), *chat_roots(environ)]
+
     def discover(self, root: Path, errors: list[str]) -> Iterable[FoundSession]:
-        state = root / "session-state"
-        if not state.is_dir():
+        if not (root / "session-state").is_dir():  # an editor's user folder, or nothing of Copilot's
+            yield from discover_chats(root, errors)
             return
+        state = root / "session-state"
         seen: set[str] = set()
         for entry in sorted(state.iterdir()):
             log = entry / "events.jsonl" if entry.is_dir() else entry if entry.suffix == ".jsonl" else None
@@ -162,6 +172,8 @@ class CopilotSource:
             yield FoundSession(sid, str(log.absolute()), [log], stat_fingerprint([log]))
 
     def read(self, found: FoundSession) -> Session:
+        if found.extra.get("vscode"):
+            return read_chat(found, self.name)
         path = Path(found.location)
         res = ReadResult()
         main = _Agent()

@@ -90,7 +90,7 @@ def status_cmd(json_out: bool = Option(False, "--json", help="Print JSON.")) -> 
          f"(from history.jsonl)")
     for src in data.get("sources") or []:
         state = ("off (disabled_sources)" if not src["enabled"] else "read" if src["found"] else "not found")
-        echo(f"  {src['label']:12s} {src['sessions']:6d} sessions · {state} · {src['root']}")
+        echo(f"  {src['label']:12s} {src['sessions']:6d} sessions · {state} · {', '.join(src.get('roots') or [str(src['root'])])}")
     for k, v in data["points_by_type"].items():
         echo(f"  {k:20s} {v}")
     for k, v in data["points_by_user"].items():
