@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "agents"))
 import count_continue
 
 from jacked.catalog import Catalog
-from kit import feedback_counts, file_snapshot
+from kit import feedback_counts, file_snapshot, read_each
 from jacked.ingest.agents import source_status
 from jacked.ingest.scan import Scanner
 from jacked.query.history import turns_json
@@ -30,14 +30,7 @@ AGENT, OLDER, EMPTY, CUT = (f"0d7c1a52-{n}-4aaa-8bbb-00000000000{k}" for n, k in
 
 
 def read_all(root: Path) -> tuple[dict[str, Session], list[str]]:
-    errors: list[str] = []
-    out = {}
-    for found in SOURCE.discover(root, errors):
-        try:
-            out[found.session_id] = SOURCE.read(found)
-        except ValueError as e:
-            errors.append(str(e))
-    return out, errors
+    return read_each(SOURCE, root)
 
 
 def figures(s: Session) -> dict[str, Any]:
