@@ -26,7 +26,9 @@ from jacked.sources.decisions import SEARCHABLE_DECISIONS, decision_text
 from jacked.sources.model import prompt_text
 
 # Bump when what is extracted or how it is split changes: every content hash changes with it.
-EXTRACT_VERSION = 4  # 3: jacked's labels left out of what BM25 embeds (labels.py); 4: turns' raw text in chunks
+EXTRACT_VERSION = 5  # 3: jacked's labels left out of what BM25 embeds (labels.py); 4: turns' raw text in chunks; 5: briefs the raw text lacks kept
+# How much of a result's brief (its head) is looked for in the turn's raw text.
+RAW_PROBE_CHARS = 80
 
 MIN_SUBAGENT_SUMMARY = 200
 CHUNK_CHARS = 3000  # a sparse window: BM25 has no model window, but snippets should stay readable
@@ -238,8 +240,7 @@ class Extractor:
             lines = [f"{CHUNK_PROMPT}{t['prompt']}"] if t["prompt"] else []
             lines += outputs.get(t["turn_index"], [])
             raw_text = raw.get(t["turn_index"])
-            # The raw text holds the results whole: their briefs would count the same words twice.
-            lines += _work_lines(by_owner_turn.get(("", t["turn_index"]), []), results=not raw_text)
+            lines += _work_lines(by_owner_turn.get(("", t["turn_index"]), []), raw_text)
             if raw_text:
                 lines.append(raw_text)
             if len(lines) > 1 or (lines and t["turn_index"] == 0):
@@ -257,13 +258,18 @@ class Extractor:
             unit += 1
 
 
-def _work_lines(invs: list[dict[str, Any]], results: bool = True) -> list[str]:
+def _work_lines(invs: list[dict[str, Any]], raw_text: str | None = None) -> list[str]:
+    """A line per call, and its result's brief unless the turn's raw text already holds it (that
+    would count the same words twice). A brief the raw text lacks still counts: an output Claude
+    Code moved to a file (the transcript holds only its reference; jacked read its head back), or
+    one past the turn's raw-text cap."""
     lines = []
     for inv in invs:
         target = inv["command"] or inv["file_path"] or inv["description"] or inv["input_brief"] or ""
         lines.append(f"{inv['tool_name']}{' (error)' if inv['is_error'] else ''}: {target}")
-        if results and inv["result_brief"]:
-            lines.append(inv["result_brief"])
+        brief = inv["result_brief"]
+        if brief and not (raw_text and brief[:RAW_PROBE_CHARS] in raw_text):
+            lines.append(brief)
     return lines
 
 
