@@ -76,6 +76,9 @@ def test_a_tool_results_string_is_in_its_turns_raw_text(indexed: dict[str, Any],
     assert [i for i, raw in indexed["texts"][sid].items() if text in raw], (sid, indexed["texts"][sid])
 
 
+# Where a string is within its result's brief (all but the Cline and Copilot CLI cases), the brief in
+# the turn's chunk could already show it verbatim: the raw-text test above is the one that tells;
+# this one holds the whole path, from the reader to the answer.
 @pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
 def test_a_tool_results_string_is_found_verbatim(indexed: dict[str, Any], case: int) -> None:
     _, _, agent, text, sid = CASES[case]
