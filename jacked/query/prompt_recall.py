@@ -191,7 +191,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if repo and (cue or verbatim):
         found = candidates(search(query, repo))
         # Follow-up words: the search's own grade decides; without them only a verbatim match speaks.
-        said = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else r.get("exact"))]
+        said = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else _verbatim_match(r))]
         # The best one speaks on medium confidence; the ones after it must be sure, or they cost
         # tokens for a session the prompt is not about.
         chosen += [r for i, r in enumerate(said) if i == 0 or r.get("exact") or r.get("confidence") == "high"]
@@ -199,7 +199,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if verbatim and len(chosen) < MAX_SESSIONS:
         seen = {r["session_id"] for r in chosen}
         elsewhere = [r for r in candidates(search(query, None))
-                     if r.get("exact") and r.get("repo_name") != repo and r["session_id"] not in seen]
+                     if _verbatim_match(r) and r.get("repo_name") != repo and r["session_id"] not in seen]
         chosen += elsewhere[: MAX_SESSIONS - len(chosen)]
     if not chosen:
         return silent("follow-up words, no matching session" if cue else "no matching session")
@@ -226,6 +226,15 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
         return silent("nothing fits the budget")
     out = render(fitted)
     return {"text": out, "sessions": [sid for sid, _ in fitted.kept], "tokens": count_tokens(out), "reason": reason}
+
+
+def _verbatim_match(result: dict[str, Any]) -> bool:
+    """A session holding the prompt's phrase verbatim that is also about the prompt by its words
+    and meaning alone (graded `high` without the verbatim match). A name of the code (`return_coder`,
+    `for fname in fnames`) is in every session that touched that code, down to a listing of it in a
+    tool's output; only the session the prompt is about also holds the rest of its words. Not
+    `medium`: the phrase's own words already give a session holding it half the coverage."""
+    return bool(result.get("exact")) and result.get("words_confidence", result.get("confidence")) == "high"
 
 
 def _recent_works(recent: RecentFn | None, repo: str | None, session_id: str | None,
