@@ -396,12 +396,18 @@ class Jacked:
                                  now=parse_ts(until) if until else None)
             return self.search(query, opts)["results"]
 
+        def opens_session() -> bool:
+            """No earlier prompt of the current session: the prompt opens it."""
+            from jacked.catalog.retrieve_queries import prompted_before
+
+            return bool(session_id) and not prompted_before(self.fresh(), str(session_id), until)
+
         def recent(in_repo: str, since: str, limit: int) -> list[dict[str, Any]]:
             from jacked.catalog.retrieve_queries import recent_work
 
             return recent_work(self.fresh(), in_repo, since, until, limit)
 
-        return prompt_recall(prompt, repo, search, recent=recent, session_id=session_id, until=until,
+        return prompt_recall(prompt, repo, search, recent=recent, opens=opens_session, session_id=session_id, until=until,
                              max_tokens=max_tokens or PROMPT_RECALL_MAX_TOKENS,
                              margin=self.settings.token_safety_margin)
 

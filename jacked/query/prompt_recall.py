@@ -50,6 +50,10 @@ FOLLOW_UP = re.compile(
     r"|(?:that|the) (?:same )?(?:bug|issue|error|problem|fix|migration|refactor(?:ing)?) (?:we|you) "
     r")",
     re.IGNORECASE)
+# A session's first prompt that begins with "also" adds to work it cannot have done yet: the work
+# of an earlier session ("also log edit_format in event()"). Later in a session the same word
+# points at its own last turns.
+OPENING_FOLLOW_UP = re.compile(r"^\W*(?:(?:and|now|then|ok|okay),? )?also\b", re.IGNORECASE)
 # Hook input that is not a typed request: slash commands, shell escapes and their output.
 _NOT_A_REQUEST = re.compile(r"^\s*(?:/[\w:-]+(?:\s|$)|<(?:bash|local-command|command)-)")
 MIN_WORDS = 3
@@ -148,12 +152,13 @@ def _date(result: dict[str, Any]) -> str:
 
 
 def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: RecentFn | None = None,
-                  session_id: str | None = None, max_tokens: int = PROMPT_RECALL_MAX_TOKENS, margin: float = 0.0,
+                  opens: Callable[[], bool] | None = None, session_id: str | None = None, max_tokens: int = PROMPT_RECALL_MAX_TOKENS, margin: float = 0.0,
                   until: str | None = None, now: datetime | None = None) -> dict[str, Any]:
     """The context to add to `prompt` typed in `repo`, or none.
 
     `search(query, repo_or_None)` returns `search --json` results (in `repo` only, or everywhere);
-    `recent(repo, since)` what the repo's sessions active since then worked on (`recent_work`).
+    `recent(repo, since)` what the repo's sessions active since then worked on (`recent_work`);
+    `opens()` whether the prompt is its session's first (asked only of a prompt beginning "also").
     `until`: ignore sessions that started after it (ISO time; replaying a history). Returns
     `{"text", "sessions": [ids], "tokens", "reason"}`; `text` is "" when the hook stays silent,
     and `reason` says why it spoke or not.
@@ -165,7 +170,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if not text or _NOT_A_REQUEST.match(text):
         return silent("not a typed request")
     now = now or (parse_ts(until) if until else None) or now_utc()
-    cue = refers_to_earlier_work(text)
+    cue = refers_to_earlier_work(text) or bool(opens and OPENING_FOLLOW_UP.match(text) and opens())
     verbatim = any(len(p) >= VERBATIM_MIN_CHARS for p in exact_phrases(text[:QUERY_CHARS]))
     named = _named_work(text, _recent_works(recent, repo, session_id, now))
     if not (cue or verbatim or named):
