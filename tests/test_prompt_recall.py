@@ -130,6 +130,34 @@ def test_another_repo_only_on_a_verbatim_match(indexed: Settings) -> None:
     assert "repo claude_p" in said["text"]
 
 
+def test_a_verbatim_name_speaks_only_for_a_session_about_the_prompt(indexed: Settings) -> None:
+    # TOOLS lists every tool by name: it holds `NotebookEdit` verbatim but is no session about haiku
+    said = _recall(indexed, "write a haiku about autumn and keep it in a notebook cell with `NotebookEdit`",
+                   session_id="new")
+    assert said["sessions"] == [], said
+    # ... and is the session a question about the tools available, naming one, follows up
+    said = _recall(indexed, "what are the tools that are available to you, `AskUserQuestion` included?",
+                   session_id="new")
+    assert (said["sessions"], said["reason"]) == ([TOOLS], "verbatim match"), said
+
+
+def test_time_words_cue_a_follow_up_but_do_not_narrow_the_search(indexed: Settings) -> None:
+    # "yesterday" is the day before today, when the sessions are older: they are still found
+    said = _recall(indexed, "the WebSearch check with claude -p we did yesterday, redo it with Sonnet",
+                   session_id="new")
+    assert set(said["sessions"]) & {FIRST, REPEAT}, said
+    said = _recall(indexed, "the Kubernetes ingress we set up yesterday broke again", session_id="new")
+    assert said["sessions"] == [] and said["reason"] == "follow-up words, no matching session", said
+
+
+def test_also_opening_a_session_refers_to_earlier_work(indexed: Settings) -> None:
+    prompt = "also check whether claude -p can use WebSearch with the Sonnet model"
+    said = _recall(indexed, prompt, session_id="00000000-0000-4000-8000-000000000002")
+    assert set(said["sessions"]) & {FIRST, REPEAT} and said["reason"] == "follow-up words", said
+    # typed after a session's first prompt, "also" adds to that session's own work
+    assert _recall(indexed, prompt, session_id=TOOLS)["sessions"] == []
+
+
 def test_the_context_fits_its_budget(indexed: Settings) -> None:
     full = _recall(indexed, FOLLOW_UP)
     assert full["sessions"] and full["tokens"] == count_tokens(full["text"]) <= 300
