@@ -3,9 +3,11 @@ earlier work of this repo, within its budget, never about the current session, n
 repo without a verbatim match; `#nomem` and `exclude` silence it. Real fixtures, real model, Edge shard."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -60,6 +62,15 @@ def _hook(settings: Settings, payload: dict[str, Any]) -> subprocess.CompletedPr
                JACKED_USER_NAME="ada", NO_COLOR="1")
     return subprocess.run(jacked_cmd() + ["recall", "--hook"], input=json.dumps(payload), capture_output=True,
                           text=True, env=env, timeout=180)
+
+
+def test_the_added_aider_excerpt_is_the_recorded_bytes() -> None:
+    """The labels' third Aider history is the public file's bytes its README records."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "prompt_recall"
+    digest = re.search(r"SHA-256 `([0-9a-f]{64})`", (bench / "README.md").read_text())
+    assert digest is not None
+    data = (bench / "aider" / "aug14" / ".aider.chat.history.md").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == digest.group(1)
 
 
 def test_follow_up_words_are_told_from_other_prompts() -> None:
