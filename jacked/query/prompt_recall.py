@@ -1,10 +1,12 @@
 """Recall on the prompt: what the UserPromptSubmit hook adds to a prompt, or nothing.
 
 A prompt gets context only when it (a) refers to earlier work in words ("like we did last time",
-"the bug from yesterday", "continue the migration") and search finds a session of this repo for
-it with at least medium confidence, or (b) holds a phrase of some length that a past session of
-this repo holds verbatim (an error line, a quoted string, an identifier). A session of another
-repo comes only from a verbatim match (a quoted phrase, an identifier, an error line). The current
+"the bug from yesterday", "continue the migration"; "also ..." opening a session) and search finds
+a session of this repo for it with at least medium confidence, or (b) holds a phrase of some length
+that a past session of this repo holds verbatim (an error line, a quoted string, an identifier) and
+that is about the prompt by its other words too, or (c) repeats a recent request or names code few
+recent sessions hold. A session of another repo comes only from a verbatim match (a quoted phrase,
+an identifier, an error line). The current
 session is never offered back. Silence is the default: a memory that speaks on every prompt costs
 tokens for nothing and teaches the agent to ignore it.
 """
@@ -152,7 +154,8 @@ def _date(result: dict[str, Any]) -> str:
 
 
 def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: RecentFn | None = None,
-                  opens: Callable[[], bool] | None = None, session_id: str | None = None, max_tokens: int = PROMPT_RECALL_MAX_TOKENS, margin: float = 0.0,
+                  opens: Callable[[], bool] | None = None, session_id: str | None = None,
+                  max_tokens: int = PROMPT_RECALL_MAX_TOKENS, margin: float = 0.0,
                   until: str | None = None, now: datetime | None = None) -> dict[str, Any]:
     """The context to add to `prompt` typed in `repo`, or none.
 
