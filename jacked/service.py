@@ -372,6 +372,7 @@ class Jacked:
         from jacked.ingest.privacy import Privacy, has_nomem
         from jacked.query.prompt_recall import PROMPT_RECALL_MAX_TOKENS, SEARCH_RESULTS, prompt_recall
         from jacked.query.options import current_repo_name
+        from jacked.util.time import parse_ts
 
         silent = {"text": "", "sessions": [], "tokens": 0}
         if has_nomem([prompt]):
@@ -388,14 +389,25 @@ class Jacked:
             # Replaying a history (`until`): sessions started later are dropped after the search, so
             # ask for more lest they crowd out the ones that were there.
             limit = 20 if until else SEARCH_RESULTS
-            return self.search(query, SearchOptions(repo=in_repo, limit=limit, current_repo=repo))["results"]
+            # A prompt's time words cue a follow-up, they are no date range: "the bug we fixed
+            # yesterday" typed on a Monday means Friday's session, and a window that misses it
+            # hides the one session the prompt is about.
+            opts = SearchOptions(repo=in_repo, limit=limit, current_repo=repo, time_words=False,
+                                 now=parse_ts(until) if until else None)
+            return self.search(query, opts)["results"]
+
+        def opens_session() -> bool:
+            """No earlier prompt of the current session: the prompt opens it."""
+            from jacked.catalog.retrieve_queries import prompted_before
+
+            return bool(session_id) and not prompted_before(self.fresh(), str(session_id), until)
 
         def recent(in_repo: str, since: str, limit: int) -> list[dict[str, Any]]:
             from jacked.catalog.retrieve_queries import recent_work
 
             return recent_work(self.fresh(), in_repo, since, until, limit)
 
-        return prompt_recall(prompt, repo, search, recent=recent, session_id=session_id, until=until,
+        return prompt_recall(prompt, repo, search, recent=recent, opens=opens_session, session_id=session_id, until=until,
                              max_tokens=max_tokens or PROMPT_RECALL_MAX_TOKENS,
                              margin=self.settings.token_safety_margin)
 

@@ -34,6 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 LABELS = REPO / "tests" / "fixtures" / "prompt_recall" / "labels.jsonl"
 REAL = REPO / "tests" / "fixtures" / "claude-code" / "real"
 AIDER_ROOT = REPO / "benchmarks" / "memory" / "aider"
+# More days of the same public history, for these labels only (the memory benchmark reads AIDER_ROOT).
+AIDER_MORE = REPO / "benchmarks" / "prompt_recall" / "aider"
 
 
 def resolve_aider(labels: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:
@@ -51,12 +53,13 @@ def resolve_aider(labels: list[dict[str, Any]], root: Path) -> list[dict[str, An
             for lab in labels]
 
 
-def aider_repos(root: Path, home: Path) -> Path:
+def aider_repos(roots: list[Path], home: Path) -> Path:
     """A copy of the Aider histories under `home`, outside any git checkout: each folder then is the
     repo it stands for, as a user's history sits at their repo's top. Read in place, inside jacked's
     checkout, their prompts would be typed in repo `jacked` and their sessions found in `aug12`."""
     copy = home / "aider-repos"
-    shutil.copytree(root, copy, dirs_exist_ok=True)
+    for root in roots:
+        shutil.copytree(root, copy, dirs_exist_ok=True)
     return copy
 
 
@@ -65,7 +68,7 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
 
 
 def _history(label: dict[str, Any]) -> str:
-    """The Aider history a label comes from (its folder: aug12, aug19), "" for the others."""
+    """The Aider history a label comes from (its folder: aug12, aug14, aug19), "" for the others."""
     return Path(label["cwd"]).name if label.get("agent") == "aider" else ""
 
 
@@ -94,7 +97,8 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
     groups = {kind: lambda o, kind=kind: o["source"] == kind for kind in ("real", "written")}
     groups.update({f"real_{agent}": lambda o, agent=agent: o["source"] == "real" and o["agent"] == agent
                    for agent in sorted({o["agent"] for o in outcomes})})
-    # The Aider labels in two halves by date: the prompt cues were tuned on the first, the second is held out.
+    # The Aider labels by history: the prompt cues were tuned on aug12, aug19 was held out until session 24
+    # read its failures, aug14 was labelled in session 24 before any run on it.
     groups.update({f"real_aider_{half}": lambda o, half=half: o["history"] == half
                    for half in sorted({o["history"] for o in outcomes if o["history"]})})
     for name, member in groups.items():
@@ -137,7 +141,9 @@ def main() -> None:
     ap.add_argument("--claude-dir", type=Path, default=REAL)
     ap.add_argument("--home", type=Path, required=True, help="JACKED_HOME (indexed on first use)")
     ap.add_argument("--labels", type=Path, default=LABELS)
-    ap.add_argument("--aider-root", type=Path, default=AIDER_ROOT, help="the Aider histories the aider labels name")
+    ap.add_argument("--aider-root", type=Path, action="append",
+                    help="a folder of the Aider histories the aider labels name (repeatable; default: "
+                         "benchmarks/memory/aider and benchmarks/prompt_recall/aider)")
     ap.add_argument("--max-tokens", type=int, default=300)
     ap.add_argument("--timing", type=int, default=0, metavar="N", help="also time the hook, N runs")
     ap.add_argument("--verbose", action="store_true", help="print every outcome")
@@ -146,7 +152,7 @@ def main() -> None:
     # Every other agent's source points at an empty folder: never at this machine's own histories.
     nowhere = args.home / "no-agent-data"
     nowhere.mkdir(parents=True, exist_ok=True)
-    aider_root = aider_repos(args.aider_root, args.home)
+    aider_root = aider_repos(args.aider_root or [AIDER_ROOT, AIDER_MORE], args.home)
     os.environ.update(CLAUDE_CONFIG_DIR=str(args.claude_dir), JACKED_HOME=str(args.home), JACKED_DAEMON="off",
                       JACKED_AIDER_ROOT=str(aider_root), CODEX_HOME=str(nowhere),
                       GEMINI_CLI_HOME=str(nowhere), XDG_DATA_HOME=str(nowhere))

@@ -3,9 +3,11 @@ earlier work of this repo, within its budget, never about the current session, n
 repo without a verbatim match; `#nomem` and `exclude` silence it. Real fixtures, real model, Edge shard."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -60,6 +62,15 @@ def _hook(settings: Settings, payload: dict[str, Any]) -> subprocess.CompletedPr
                JACKED_USER_NAME="ada", NO_COLOR="1")
     return subprocess.run(jacked_cmd() + ["recall", "--hook"], input=json.dumps(payload), capture_output=True,
                           text=True, env=env, timeout=180)
+
+
+def test_the_added_aider_excerpt_is_the_recorded_bytes() -> None:
+    """The labels' third Aider history is the public file's bytes its README records."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "prompt_recall"
+    digest = re.search(r"SHA-256 `([0-9a-f]{64})`", (bench / "README.md").read_text())
+    assert digest is not None
+    data = (bench / "aider" / "aug14" / ".aider.chat.history.md").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == digest.group(1)
 
 
 def test_follow_up_words_are_told_from_other_prompts() -> None:
@@ -128,6 +139,34 @@ def test_another_repo_only_on_a_verbatim_match(indexed: Settings) -> None:
     said = _recall(indexed, 'where did I see "can make use of WebSearch and Task tool" before?', cwd=elsewhere)
     assert set(said["sessions"]) & {FIRST, REPEAT}
     assert "repo claude_p" in said["text"]
+
+
+def test_a_verbatim_name_speaks_only_for_a_session_about_the_prompt(indexed: Settings) -> None:
+    # TOOLS lists every tool by name: it holds `NotebookEdit` verbatim but is no session about haiku
+    said = _recall(indexed, "write a haiku about autumn and keep it in a notebook cell with `NotebookEdit`",
+                   session_id="new")
+    assert said["sessions"] == [], said
+    # ... and is the session a question about the tools available, naming one, follows up
+    said = _recall(indexed, "what are the tools that are available to you, `AskUserQuestion` included?",
+                   session_id="new")
+    assert (said["sessions"], said["reason"]) == ([TOOLS], "verbatim match"), said
+
+
+def test_time_words_cue_a_follow_up_but_do_not_narrow_the_search(indexed: Settings) -> None:
+    # "yesterday" is the day before today, when the sessions are older: they are still found
+    said = _recall(indexed, "the WebSearch check with claude -p we did yesterday, redo it with Sonnet",
+                   session_id="new")
+    assert set(said["sessions"]) & {FIRST, REPEAT}, said
+    said = _recall(indexed, "the Kubernetes ingress we set up yesterday broke again", session_id="new")
+    assert said["sessions"] == [] and said["reason"] == "follow-up words, no matching session", said
+
+
+def test_also_opening_a_session_refers_to_earlier_work(indexed: Settings) -> None:
+    prompt = "also check whether claude -p can use WebSearch with the Sonnet model"
+    said = _recall(indexed, prompt, session_id="00000000-0000-4000-8000-000000000002")
+    assert set(said["sessions"]) & {FIRST, REPEAT} and said["reason"] == "follow-up words", said
+    # typed after a session's first prompt, "also" adds to that session's own work
+    assert _recall(indexed, prompt, session_id=TOOLS)["sessions"] == []
 
 
 def test_the_context_fits_its_budget(indexed: Settings) -> None:

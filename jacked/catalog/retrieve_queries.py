@@ -67,3 +67,14 @@ def recent_work(catalog: Catalog, repo: str, since: str, until: str | None = Non
         sessions[sid]["parts"].append(path)
     return [{**{k: v for k, v in s.items() if k != "parts"}, "text": "\n".join([s["title"] or "", *s["parts"]])}
             for s in sessions.values()]
+
+
+def prompted_before(catalog: Catalog, session_id: str, before: str | None = None) -> bool:
+    """Whether the session has a typed prompt that started before `before` (ISO time; None: any):
+    a prompt that opens a session has none (the Stop hook indexes each turn as it ends)."""
+    sql = "SELECT 1 FROM turns WHERE session_id = ? AND prompt IS NOT NULL AND prompt != ''"
+    args: list[Any] = [session_id]
+    if before:
+        sql += " AND started_at < ?"
+        args.append(before)
+    return catalog.db.execute(sql + " LIMIT 1", args).fetchone() is not None

@@ -34,6 +34,8 @@ class SearchOptions:
     current_repo: str | None = None
     now: datetime | None = None
     weights: dict[str, float] = field(default_factory=dict)
+    # Time words of the query ("last week", "yesterday") are a date range; off, they are words.
+    time_words: bool = True
 
     def filter_values(self) -> dict[str, Any]:
         """Every filter of jacked.query.filters given a value, by name (`filters` over the fields)."""

@@ -1,10 +1,12 @@
 """Recall on the prompt: what the UserPromptSubmit hook adds to a prompt, or nothing.
 
 A prompt gets context only when it (a) refers to earlier work in words ("like we did last time",
-"the bug from yesterday", "continue the migration") and search finds a session of this repo for
-it with at least medium confidence, or (b) holds a phrase of some length that a past session of
-this repo holds verbatim (an error line, a quoted string, an identifier). A session of another
-repo comes only from a verbatim match (a quoted phrase, an identifier, an error line). The current
+"the bug from yesterday", "continue the migration"; "also ..." opening a session) and search finds
+a session of this repo for it with at least medium confidence, or (b) holds a phrase of some length
+that a past session of this repo holds verbatim (an error line, a quoted string, an identifier) and
+that is about the prompt by its other words too, or (c) repeats a recent request or names code few
+recent sessions hold. A session of another repo comes only from a verbatim match (a quoted phrase,
+an identifier, an error line). The current
 session is never offered back. Silence is the default: a memory that speaks on every prompt costs
 tokens for nothing and teaches the agent to ignore it.
 """
@@ -50,6 +52,10 @@ FOLLOW_UP = re.compile(
     r"|(?:that|the) (?:same )?(?:bug|issue|error|problem|fix|migration|refactor(?:ing)?) (?:we|you) "
     r")",
     re.IGNORECASE)
+# A session's first prompt that begins with "also" adds to work it cannot have done yet: the work
+# of an earlier session ("also log edit_format in event()"). Later in a session the same word
+# points at its own last turns.
+OPENING_FOLLOW_UP = re.compile(r"^\W*(?:(?:and|now|then|ok|okay),? )?also\b", re.IGNORECASE)
 # Hook input that is not a typed request: slash commands, shell escapes and their output.
 _NOT_A_REQUEST = re.compile(r"^\s*(?:/[\w:-]+(?:\s|$)|<(?:bash|local-command|command)-)")
 MIN_WORDS = 3
@@ -148,12 +154,14 @@ def _date(result: dict[str, Any]) -> str:
 
 
 def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: RecentFn | None = None,
-                  session_id: str | None = None, max_tokens: int = PROMPT_RECALL_MAX_TOKENS, margin: float = 0.0,
+                  opens: Callable[[], bool] | None = None, session_id: str | None = None,
+                  max_tokens: int = PROMPT_RECALL_MAX_TOKENS, margin: float = 0.0,
                   until: str | None = None, now: datetime | None = None) -> dict[str, Any]:
     """The context to add to `prompt` typed in `repo`, or none.
 
     `search(query, repo_or_None)` returns `search --json` results (in `repo` only, or everywhere);
-    `recent(repo, since)` what the repo's sessions active since then worked on (`recent_work`).
+    `recent(repo, since)` what the repo's sessions active since then worked on (`recent_work`);
+    `opens()` whether the prompt is its session's first (asked only of a prompt beginning "also").
     `until`: ignore sessions that started after it (ISO time; replaying a history). Returns
     `{"text", "sessions": [ids], "tokens", "reason"}`; `text` is "" when the hook stays silent,
     and `reason` says why it spoke or not.
@@ -165,7 +173,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if not text or _NOT_A_REQUEST.match(text):
         return silent("not a typed request")
     now = now or (parse_ts(until) if until else None) or now_utc()
-    cue = refers_to_earlier_work(text)
+    cue = refers_to_earlier_work(text) or bool(opens and OPENING_FOLLOW_UP.match(text) and opens())
     verbatim = any(len(p) >= VERBATIM_MIN_CHARS for p in exact_phrases(text[:QUERY_CHARS]))
     named = _named_work(text, _recent_works(recent, repo, session_id, now))
     if not (cue or verbatim or named):
@@ -191,7 +199,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if repo and (cue or verbatim):
         found = candidates(search(query, repo))
         # Follow-up words: the search's own grade decides; without them only a verbatim match speaks.
-        said = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else r.get("exact"))]
+        said = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else _verbatim_match(r))]
         # The best one speaks on medium confidence; the ones after it must be sure, or they cost
         # tokens for a session the prompt is not about.
         chosen += [r for i, r in enumerate(said) if i == 0 or r.get("exact") or r.get("confidence") == "high"]
@@ -199,7 +207,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if verbatim and len(chosen) < MAX_SESSIONS:
         seen = {r["session_id"] for r in chosen}
         elsewhere = [r for r in candidates(search(query, None))
-                     if r.get("exact") and r.get("repo_name") != repo and r["session_id"] not in seen]
+                     if _verbatim_match(r) and r.get("repo_name") != repo and r["session_id"] not in seen]
         chosen += elsewhere[: MAX_SESSIONS - len(chosen)]
     if not chosen:
         return silent("follow-up words, no matching session" if cue else "no matching session")
@@ -226,6 +234,15 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
         return silent("nothing fits the budget")
     out = render(fitted)
     return {"text": out, "sessions": [sid for sid, _ in fitted.kept], "tokens": count_tokens(out), "reason": reason}
+
+
+def _verbatim_match(result: dict[str, Any]) -> bool:
+    """A session holding the prompt's phrase verbatim that is also about the prompt by its words
+    and meaning alone (graded `high` without the verbatim match). A name of the code (`return_coder`,
+    `for fname in fnames`) is in every session that touched that code, down to a listing of it in a
+    tool's output; only the session the prompt is about also holds the rest of its words. Not
+    `medium`: the phrase's own words already give a session holding it half the coverage."""
+    return bool(result.get("exact")) and result.get("words_confidence", result.get("confidence")) == "high"
 
 
 def _recent_works(recent: RecentFn | None, repo: str | None, session_id: str | None,

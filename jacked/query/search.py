@@ -173,7 +173,7 @@ class Searcher:
         extra = filter_conditions(values, now)
         # Time words ("last week", "in March") are the date range the user means, in the local
         # zone, unless a date filter is given explicitly; the legs then search the other words.
-        when = find_time_phrase(q, now.astimezone())
+        when = find_time_phrase(q, now.astimezone()) if opts.time_words else None
         time_filter: dict[str, Any] | None = None
         searched = q
         if when is not None:
@@ -422,6 +422,9 @@ class Searcher:
                         break  # every term found: the rest cannot add any
                 coverage = len(held) / len(terms)
             r["confidence"] = _grade(r["exact"], coverage, best_dense if topical else 0.0)
+            # The grade by words and meaning alone: a verbatim match of a name every session of
+            # the code holds says little of what the session is about (the recall hook asks).
+            r["words_confidence"] = _grade(False, coverage, best_dense if topical else 0.0)
         return results[0]["confidence"] if results else "none"
 
     def _fill_titles(self, results: list[dict[str, Any]]) -> None:
