@@ -247,21 +247,29 @@ def evaluate(out: Path) -> dict[str, Any]:
         # where every agent's sessions compete.
         own = jk.search_many(queries, SearchOptions(limit=10, filters={"agent": agent}))
         for label, answers in (("", own), ("mixed_", mixed_answers)):
-            ranks, hits = [], []
-            for q, ans in zip(mixed["queries"], answers):
-                order = [r["session_id"] for r in ans["results"]]
-                relevant = [s for s in q["relevant_session_ids"]
-                            if mixed["sessions"].get(s, {}).get("agent") == agent]
-                if not relevant:
-                    continue
-                first = next((i for i, s in enumerate(order) if s in relevant), None)
-                ranks.append(0.0 if first is None else 1.0 / (first + 1))
-                # of the relevant sessions, those in the top 5 (at most 5 can be)
-                hits.append(sum(s in order[:5] for s in relevant) / min(5, len(relevant)))
-            a[f"{label}mrr"] = round(sum(ranks) / len(ranks), 3) if ranks else None
-            a[f"{label}recall@5"] = round(sum(hits) / len(hits), 3) if hits else None
-            a["queries"] = len(ranks)
+            a.update(_ranked(mixed, answers, agent, label))
+    # Every query in the mixed ranking with all its relevant sessions, whatever their agent: the
+    # per-agent mixed rows share one top 5, so one agent's gain there is often another's loss.
+    per["all"] = {"sessions": len(mixed["sessions"]), "turns_exact": sum(a["turns_exact"] for a in per.values()),
+                  "mismatches": [], "mrr": None, "recall@5": None, **_ranked(mixed, mixed_answers, None, "mixed_")}
     return dict(per)
+
+
+def _ranked(mixed: dict[str, Any], answers: list[Any], agent: str | None, label: str) -> dict[str, Any]:
+    """MRR and recall@5 of the queries with relevant sessions of `agent` (None: of any agent)."""
+    ranks, hits = [], []
+    for q, ans in zip(mixed["queries"], answers):
+        order = [r["session_id"] for r in ans["results"]]
+        relevant = [s for s in q["relevant_session_ids"]
+                    if agent is None or mixed["sessions"].get(s, {}).get("agent") == agent]
+        if not relevant:
+            continue
+        first = next((i for i, s in enumerate(order) if s in relevant), None)
+        ranks.append(0.0 if first is None else 1.0 / (first + 1))
+        # of the relevant sessions, those in the top 5 (at most 5 can be)
+        hits.append(sum(s in order[:5] for s in relevant) / min(5, len(relevant)))
+    return {f"{label}mrr": round(sum(ranks) / len(ranks), 3) if ranks else None,
+            f"{label}recall@5": round(sum(hits) / len(hits), 3) if hits else None, "queries": len(ranks)}
 
 
 def _as_typed(line: str) -> str:
@@ -306,7 +314,7 @@ def main() -> None:
         return
     print(f"{'agent':10} {'sessions':>8} {'turns exact':>12} {'queries':>8} {'recall@5':>9} {'MRR':>6}   "
           f"mixed: {'recall@5':>9} {'MRR':>6}")
-    for agent in ("claude", *AGENTS):
+    for agent in ("claude", *AGENTS, "all"):
         a = figures.get(agent)
         if a:
             print(f"{agent:10} {a['sessions']:8d} {a['turns_exact']:12d} {a['queries']:8d} {a['recall@5']!s:>9} "

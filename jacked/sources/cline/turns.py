@@ -35,14 +35,14 @@ from typing import Any
 import orjson
 
 from jacked.sources.decisions import interrupted, tool_rejected
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.gemini.turns import diff_counts, string_edit_counts
 from jacked.sources.metrics import compute_metrics, elapsed_ms
 from jacked.sources.model import READ_TOOLS, Invocation, LlmCall, TextUnit, Turn, TurnEvent
 from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_object
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: Turn.raw_text
 MAX_TEXT_CHARS = 200_000
 DENIED = "The user denied this operation."
 # The `tool` message's name for a call -> the tool's own name (Cline's, then Roo Code's)
@@ -131,6 +131,12 @@ class TurnBuilder:
         self.pending: list[Invocation] = []  # calls since the last request: its text has their results
         self.question: dict[str, Any] | None = None
         self.seq = 0
+        self.owner: dict[int, Turn] = {}  # id(call) -> its turn: a result can come after the next prompt
+        self.streamed: set[int] = set()  # ids of calls whose output came in messages of their own
+
+    def _raw_result(self, call: Invocation, text: str) -> None:
+        """A call's result into its own turn's raw text."""
+        add_raw(self.owner[id(call)], strip_ansi(text))
 
     def build(self, messages: list[Any]) -> Built:
         for msg in messages:
@@ -174,15 +180,19 @@ class TurnBuilder:
             self._call(kind, text, ts, asked=mtype == "ask")
         elif kind in ("command_output", "mcp_server_response", "browser_action_result") and self.last_call is not None:
             call = self.last_call
+            self._raw_result(call, text)
+            self.streamed.add(id(call))
             joined = f"{call.result_brief}\n{text}".strip() if call.result_brief else text
             call.has_result, call.result_timestamp = True, ts
             call.result_brief = head_and_tail(strip_ansi(joined), brief_limit(call.tool_name, call.is_error))
         elif mtype == "say" and kind in FAILS_LAST_CALL and self.last_call is not None:
             self.last_call.is_error = True
             self.last_call.has_result = True
+            self._raw_result(self.last_call, text)
             self.last_call.result_brief = head_and_tail(strip_ansi(text), brief_limit(self.last_call.tool_name, True))
         elif mtype == "say" and kind in ("text", "completion_result") and text.strip():
             self.out.message_lines += 1
+            add_raw(turn, strip_ansi(text))
             turn.assistant_text = strip_ansi(text.strip()[:MAX_TEXT_CHARS])
         elif mtype == "say" and kind == "error" and text.strip():
             turn.events.append(TurnEvent("command_output", ts, {"output": strip_ansi(short(text, 1000)), "level": "error"}))
@@ -195,6 +205,7 @@ class TurnBuilder:
                         if isinstance(o, str) or isinstance(o, dict) and isinstance(o.get("answer"), str)]
             self.question = {"kind": "question", "question": short(question, 600), "options": options[:50]}
             if question.strip():
+                add_raw(turn, strip_ansi(question), options)
                 turn.assistant_text = strip_ansi(question.strip()[:MAX_TEXT_CHARS])
         elif kind in ("condense", "summarize_task", "condense_context"):
             turn.compacted = True
@@ -207,6 +218,7 @@ class TurnBuilder:
             subtask = next((i for i in reversed(turn.invocations) if i.tool_name == "new_task"), None)
             if subtask is not None:
                 subtask.has_result, subtask.result_timestamp = True, ts
+                self._raw_result(subtask, text)
                 subtask.result_brief = head_and_tail(strip_ansi(text), brief_limit(subtask.tool_name, False))
 
     def _turn(self, ts: str | None) -> Turn:
@@ -276,6 +288,8 @@ class TurnBuilder:
                     continue
                 call.has_result, call.result_timestamp = True, call.result_timestamp or ts
                 call.is_error = call.is_error or text.startswith(FAILED_RESULT)
+                if id(call) not in self.streamed:  # else its output came as messages of its own, already kept
+                    self._raw_result(call, text)
                 if not call.result_brief:
                     call.result_brief = head_and_tail(strip_ansi(text), brief_limit(call.tool_name, call.is_error))
         elif DENIED in request:  # results not in that form (native tool calls): the last calls asked for
@@ -323,6 +337,10 @@ class TurnBuilder:
         elif name in READ_TOOLS and isinstance(content, str) and content != path:
             inv.has_result, inv.result_brief = True, short(content, brief_limit(name, False))
         turn.invocations.append(inv)
+        # the whole message: a command, an edit's diff, a written file, a read's content, MCP arguments
+        add_raw(turn, text if kind in ("command", "browser_action_launch") else
+                {k: v for k, v in data.items() if k != "tool"} if kind == "tool" else args)
+        self.owner[id(inv)] = turn
         self.last_call = inv
         self.pending.append(inv)
         if asked:

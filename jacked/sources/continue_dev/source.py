@@ -37,14 +37,15 @@ import orjson
 
 from jacked.sources.base import FoundSession
 from jacked.sources.decisions import tool_rejected
-from jacked.sources.briefs import brief_input, brief_limit, head_and_tail
+from jacked.sources.briefs import add_raw, brief_input, brief_limit, head_and_tail
 from jacked.sources.metrics import compute_metrics
 from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn
 from jacked.sources.opencode.build import iso
 from jacked.sources.paths import home_dir, path_of_uri, repo_name_of, resolve_path
+from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: Turn.raw_text
 MAX_FILE_BYTES = 64 << 20
 MAX_TEXT_CHARS = 200_000
 NEW_SESSION_TITLE = "New Session"  # Continue's title until it names the session
@@ -166,6 +167,7 @@ class _Builder:
         self.models: list[str] = []
         self.messages = self.unknown = self.malformed = 0
         self.calls: dict[str, Invocation] = {}
+        self.owner: dict[str, Turn] = {}  # call id -> its turn (a `tool` message answers it later)
 
     def _turn(self) -> Turn:
         if not self.turns:
@@ -192,6 +194,7 @@ class _Builder:
             inv = self.calls.get(str(message.get("toolCallId")))
             text = text_of(message.get("content"))
             if inv is not None and not inv.result_brief and text:
+                add_raw(self.owner[str(message.get("toolCallId"))], strip_ansi(text))
                 inv.result_brief = head_and_tail(text, brief_limit(inv.tool_name, inv.is_error))
                 inv.has_result = True
         elif role not in ("thinking", "system"):
@@ -214,6 +217,7 @@ class _Builder:
             self.models.append(model)
         text = text_of(message.get("content"))
         if text.strip():
+            add_raw(turn, text)
             turn.assistant_text = text[:MAX_TEXT_CHARS]
         response = f"{len(self.turns)}#{len(turn.llm_calls)}#{len(turn.invocations)}"
         listed = message.get("toolCalls")
@@ -259,10 +263,12 @@ class _Builder:
         inv.is_error = status in FAILED
         inv.has_result = status in FINISHED
         text = _output_text(state.get("output"))
+        add_raw(turn, args, strip_ansi(text))  # a terminal's colours could split a secret the redactor would see
         if text:
             inv.result_brief = head_and_tail(text, brief_limit(name, inv.is_error))
         turn.invocations.append(inv)
         self.calls[call_id] = inv
+        self.owner[call_id] = turn
         if status == "canceled":
             turn.events.append(tool_rejected(None, inv))
 

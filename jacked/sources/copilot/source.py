@@ -39,7 +39,7 @@ from typing import Any
 
 from jacked.sources.base import FoundSession, stat_fingerprint
 from jacked.sources.copilot.vscode import chat_roots, discover_chats, read_chat
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.gemini.turns import string_edit_counts
 from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
 from jacked.sources.model import EDIT_TOOLS, SHELL_TOOLS, WRITE_TOOLS, Invocation, LlmCall, Session, Subagent, TextUnit, Turn, TurnEvent
@@ -48,7 +48,7 @@ from jacked.sources.reader import ReadResult, iter_records
 from jacked.sources.values import as_object
 from jacked.sources.textclean import strip_ansi
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: Turn.raw_text (VS Code's Copilot Chat sessions too)
 MAX_TEXT_CHARS = 200_000
 NOT_TYPED_SOURCES = ("skill-", "agent-", "system")
 APPROVED = frozenset({"approved", "approved-for-session", "approved-for-location"})
@@ -77,6 +77,7 @@ class _Agent:
         self.turns: list[Turn] = []
         self.cur: Turn | None = None
         self.calls: dict[str, Invocation] = {}
+        self.owner: dict[str, Turn] = {}  # call id -> its turn (the result may come after the next prompt)
         self.batches: dict[str, int] = {}
         self.last_text: str | None = None
         self.models: list[str] = []
@@ -121,7 +122,9 @@ class _Agent:
                 inv.description = short(args["description"], 300)
             _file_change(inv, args)
         turn.invocations.append(inv)
+        add_raw(turn, args)
         self.calls[call_id] = inv
+        self.owner[call_id] = turn
         return inv
 
     def finish(self) -> None:
@@ -252,6 +255,7 @@ def _event(etype: Any, data: dict[str, Any], ev: dict[str, Any], ts: str | None,
         turn = agent.turn(ts)
         text = str(data.get("content") or "").strip()
         if text:
+            add_raw(turn, strip_ansi(text))
             turn.assistant_text = agent.last_text = strip_ansi(text[:MAX_TEXT_CHARS])
         agent.model(_str(data.get("model")))
         mid = _str(data.get("messageId")) or _str(ev.get("id")) or f"message-{len(turn.llm_calls)}"
@@ -280,6 +284,7 @@ def _event(etype: Any, data: dict[str, Any], ev: dict[str, Any], ts: str | None,
         inv.has_result, inv.result_timestamp = True, ts
         inv.is_error = inv.is_error or data.get("success") is False
         inv.result_brief = head_and_tail(strip_ansi(text), brief_limit(inv.tool_name, inv.is_error))
+        add_raw(agent.owner[data["toolCallId"]], strip_ansi(text))
         agent.model(_str(data.get("model")))  # 1.0.x names the model only here, with no assistant.usage
         agent.turn(ts)
     elif etype == "permission.completed":

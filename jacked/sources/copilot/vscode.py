@@ -34,13 +34,14 @@ from typing import Any
 import orjson
 
 from jacked.sources.base import FoundSession, stat_fingerprint
-from jacked.sources.briefs import brief_input, brief_limit, head_and_tail, short
+from jacked.sources.briefs import add_raw, brief_input, brief_limit, head_and_tail, short
 from jacked.sources.cline.source import editor_config_dir
 from jacked.sources.cline.turns import iso_of_ms
 from jacked.sources.decisions import mark_interrupted, tool_approved, tool_rejected
 from jacked.sources.metrics import finish_turns
 from jacked.sources.model import Invocation, Session, TextUnit, Turn, TurnEvent
 from jacked.sources.paths import path_of_uri, repo_name_of
+from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_object
 
 EDITORS = ("Code", "Code - Insiders", "VSCodium")
@@ -243,9 +244,11 @@ def _turn(req: dict[str, Any], index: int, models: list[str]) -> Turn:
             continue
         if after_text:  # the calls after a piece of text came in one model response
             batch, after_text = batch + (1 if turn.invocations else 0), False
+        add_raw(turn, runs[-1])  # the text before the call, in the order it was written
         inv = _tool_call(part, turn, batch, ts) if kind == "toolInvocationSerialized" else _edit_group(part, turn, batch, ts)
         turn.invocations.append(inv)
         runs.append("")
+    add_raw(turn, runs[-1])
     answer = "\n\n".join(r.strip() for r in runs if r.strip())
     if answer:
         turn.assistant_text = answer[:MAX_TEXT_CHARS]
@@ -291,7 +294,9 @@ def _tool_call(part: dict[str, Any], turn: Turn, batch: int, ts: str | None) -> 
     if isinstance(command, str) and command:
         inv.command = command
     raw_input = specific.get("rawInput") if specific.get("kind") == "input" else as_object(details).get("input")
-    inv.input_brief = brief_input(raw_input if raw_input is not None else _text(part.get("invocationMessage")))
+    said = raw_input if raw_input is not None else _text(part.get("invocationMessage"))
+    inv.input_brief = brief_input(said)
+    add_raw(turn, said)
     inv.description = short(_text(part.get("pastTenseMessage")) or _text(part.get("invocationMessage")), 300) or None
     if isinstance(details, list):  # the files or locations the tool used
         uris = [path_of_uri(as_object(u).get("path") if isinstance(u, dict) and "scheme" in u else u) for u in details]
@@ -301,6 +306,7 @@ def _tool_call(part: dict[str, Any], turn: Turn, batch: int, ts: str | None) -> 
         inv.is_error = as_object(details).get("isError") is True
         output = as_object(details).get("output")
         text = "\n".join(_text(o) for o in output if isinstance(o, dict)) if isinstance(output, list) else ""
+        add_raw(turn, strip_ansi(text))
         inv.result_brief = head_and_tail(text, brief_limit(inv.tool_name, inv.is_error)) if text else ""
     confirmed = part.get("isConfirmed")
     kind = as_object(confirmed).get("type")
@@ -321,6 +327,7 @@ def _edit_group(part: dict[str, Any], turn: Turn, batch: int, ts: str | None) ->
     edits = part.get("edits")
     for group in edits if isinstance(edits, list) else []:
         for edit in group if isinstance(group, list) else []:
+            add_raw(turn, _text(as_object(edit).get("text")))  # the code written: its names are searched for
             added, removed = _edit_lines(as_object(edit))
             inv.lines_added += added
             inv.lines_removed += removed

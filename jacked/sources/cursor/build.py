@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from jacked.sources.decisions import interrupted, tool_approved, tool_rejected
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, brief_limit, head_and_tail, short, strings_of
 from jacked.sources.metrics import fill_subagent_counts, finish_turns
 from jacked.sources.model import (
     AGENT_TOOLS,
@@ -46,10 +46,11 @@ from jacked.sources.model import (
 )
 from jacked.sources.opencode.build import iso
 from jacked.sources.paths import path_of_uri, repo_name_of, resolve_path
+from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_count, as_object, nonblank
 
 # Bumped whenever what `build_session` returns changes: every Cursor chat is read again.
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: Turn.raw_text
 
 MAX_TEXT_CHARS = 200_000
 USER, ASSISTANT = (1, "user"), (2, "ai")
@@ -158,6 +159,7 @@ class ChatBuilder:
         self._model(turn, nonblank(bubble.get("modelType")))  # the chat pane names the model per answer
         text = nonblank(bubble.get("text"))
         if text is not None:
+            add_raw(turn, text)
             turn.assistant_text = self.out.last_text = text[:MAX_TEXT_CHARS]
             self._last_step = None  # text between calls: the calls after it are another response
         tokens = as_object(bubble.get("tokenCount"))
@@ -197,6 +199,8 @@ class ChatBuilder:
         inv.is_error = (status == "error" or decision == "rejected" or bool(nonblank(out.get("error")))
                         or (name in SHELL_TOOLS and exit_code.__class__ is int and exit_code != 0))
         text = _result_text(result)
+        # every string of the result (an edit's diff, a search's hits), not only the one the brief shows
+        add_raw(turn, args, [strip_ansi(t) for t in strings_of(result)])
         inv.result_brief = head_and_tail(text, brief_limit(name, inv.is_error)) if text else ""
         inv.result_timestamp = ts if inv.has_result else None
         if name in AGENT_TOOLS:

@@ -46,16 +46,17 @@ from typing import Any
 import orjson
 
 from jacked.sources.base import FoundSession, stat_fingerprint
-from jacked.sources.briefs import brief_input, brief_limit, head_and_tail
+from jacked.sources.briefs import add_raw, brief_input, brief_limit, head_and_tail
 from jacked.sources.decisions import mark_interrupted, tool_approved, tool_rejected
 from jacked.sources.goose.db import GooseDb
 from jacked.sources.metrics import finish_turns
 from jacked.sources.model import SHELL_TOOLS, Invocation, LlmCall, Session, TextUnit, Turn
 from jacked.sources.opencode.build import iso
 from jacked.sources.paths import home_dir, repo_name_of, resolve_path
+from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 2  # 2: approvals and interruptions
+PARSER_VERSION = 3  # 2: approvals and interruptions; 3: Turn.raw_text
 MAX_FILE_BYTES = 64 << 20
 MAX_TEXT_CHARS = 200_000
 DB_NAME = "sessions.db"
@@ -244,6 +245,7 @@ class _Builder:
         self.turns: list[Turn] = []
         self.messages = self.unknown = self.malformed = 0
         self.calls: dict[str, Invocation] = {}
+        self.owner: dict[str, Turn] = {}  # call id -> its turn (answered in a later `user` message)
         self.asked: set[str] = set()  # ids of calls Goose asked the user to confirm (`toolConfirmationRequest`)
 
     def _turn(self, at: str | None) -> Turn:
@@ -281,6 +283,7 @@ class _Builder:
             turn.models.append(self.model)
         text = text_of(content)
         if text.strip():
+            add_raw(turn, strip_ansi(text))
             turn.assistant_text = text[:MAX_TEXT_CHARS]
         response = f"{turn.index}#{len({i.message_id for i in turn.invocations})}#{len(turn.invocations)}"
         sequence = len({i.message_id for i in turn.invocations})
@@ -305,7 +308,9 @@ class _Builder:
             if tool in SHELL_TOOLS:
                 inv.command = nonblank(args.get("command"))
             turn.invocations.append(inv)
+            add_raw(turn, args)
             self.calls[call_id] = inv
+            self.owner[call_id] = turn
 
     def _response(self, part: dict[str, Any], at: str | None) -> None:
         inv = self.calls.get(str(part.get("id")))
@@ -316,7 +321,8 @@ class _Builder:
         inv.has_result, inv.is_error, inv.result_timestamp = True, failed or declined, at
         if text:
             inv.result_brief = head_and_tail(text, brief_limit(inv.tool_name, inv.is_error))
-        turn = next(t for t in reversed(self.turns) if any(i is inv for i in t.invocations))
+        turn = self.owner[inv.tool_use_id]
+        add_raw(turn, strip_ansi(text))
         if declined:
             turn.events.append(tool_rejected(at, inv))
         elif text.startswith(INTERRUPTED):

@@ -43,14 +43,15 @@ import orjson
 
 from jacked.sources.base import FoundSession, stat_fingerprint
 from jacked.sources.decisions import mark_interrupted, tool_approved, tool_rejected
-from jacked.sources.briefs import MAX_DIFF_CHARS, brief_input, brief_limit, content_hash, head_and_tail, short
+from jacked.sources.briefs import MAX_DIFF_CHARS, add_raw, brief_input, brief_limit, content_hash, head_and_tail, short
 from jacked.sources.metrics import finish_turns
 from jacked.sources.model import Invocation, LlmCall, Session, TextUnit, Turn, TurnEvent
 from jacked.sources.opencode.build import diff_counts
 from jacked.sources.paths import home_dir, repo_name_of
+from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 2
+PARSER_VERSION = 3  # 3: Turn.raw_text
 MAX_EVENT_BYTES = 32 << 20
 MAX_TEXT_CHARS = 200_000
 NOT_CALLS = frozenset({"message", "finish", "system", "start", "recall", "condensation", "condensation_request",
@@ -247,6 +248,7 @@ class _Builder:
             self.messages += 1
             text = nonblank(args.get("final_thought")) or nonblank(args.get("content")) or nonblank(event.get("message"))
             if text:
+                add_raw(turn, strip_ansi(text))
                 turn.assistant_text = text[:MAX_TEXT_CHARS]
         elif action == "condensation":
             summary = nonblank(args.get("summary"))
@@ -308,6 +310,8 @@ class _Builder:
         if args.get("confirmation_state", args.get("is_confirmed")) == "rejected":
             self._reject(turn, inv, ts)
         turn.invocations.append(inv)
+        thought = args.get("thought")  # the model's text that came with the call
+        add_raw(turn, strip_ansi(thought) if isinstance(thought, str) else "", shown)
         if isinstance(event.get("id"), int):
             self.calls[event["id"]] = (inv, turn)
 
@@ -347,6 +351,7 @@ class _Builder:
         inv.has_result = True
         inv.result_timestamp = ts
         inv.result_brief = head_and_tail(text, brief_limit(inv.tool_name, inv.is_error)) if text else ""
+        add_raw(call_turn, strip_ansi(text))
         diff = nonblank(extras.get("diff"))
         if diff and not inv.diff:
             inv.diff = short(diff, MAX_DIFF_CHARS)
