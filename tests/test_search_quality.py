@@ -25,6 +25,13 @@ TINY = ("x", "ok", "k", "yes", "fix it")
 # brief ends), in one session only: only the turn's raw text holds them.
 TOOL_RESULT_ONLY = ("this.writeUInt8 = function writeUInt8(value, bigEndian)",
                     "working_directories[entry.cwd] = None")
+# Names that occur in one session only, in what its subagents' tools read or printed (the subagent
+# transcripts), never in its own file: only the subagent's raw text, folded into the turn that
+# started it, holds them.
+SUBAGENT_ONLY = ("cached_projects", "target_fixture")
+# All words of one prompt of the fixtures, and words no text of theirs holds: the query's coverage
+# by the best lexical hits (which sets the lexical leg's share) is 1 and 0.
+COVERED = ("You can set group.visible using the vis library which is less work", "zebra quokka marmalade")
 QUERIES = [json.loads(line) for line in search_eval.DEV_SET.read_text().splitlines() if line.strip()]
 
 
@@ -36,8 +43,12 @@ def answers(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> di
     with indexer.open_store(must_exist=True) as store:
         searcher = Searcher(settings, store, indexer.dense, indexer.sparse, indexer.catalog)
         out = {q["id"]: searcher.search(q["query"], SearchOptions(limit=10)) for q in QUERIES}
-        out.update({q: searcher.search(q, SearchOptions(limit=10)) for q in (*TINY, *TOOL_RESULT_ONLY)})
-    return {"by_id": out, "catalog": indexer.catalog}
+        out.update({q: searcher.search(q, SearchOptions(limit=10)) for q in (*TINY, *TOOL_RESULT_ONLY, *SUBAGENT_ONLY)})
+        coverage = {}
+        for q in COVERED:
+            vec = indexer.sparse.embed_query(q)
+            coverage[q] = searcher._coverage(store.search_each(None, vec, None, limit=10, fields=[])[1], vec)
+    return {"by_id": out, "catalog": indexer.catalog, "coverage": coverage}
 
 
 def _ranks(answers: dict[str, Any], queries: list[dict[str, Any]]) -> list[int | None]:
@@ -111,6 +122,23 @@ def test_a_string_only_in_a_tool_result_ranks_first(answers: dict[str, Any], que
     assert " ".join(query.split()).lower() in first["matches"][0]["text"].lower()  # the matched line is shown
 
 
+@pytest.mark.parametrize("query", SUBAGENT_ONLY)
+def test_a_name_only_in_a_subagents_work_ranks_its_session_first(answers: dict[str, Any], query: str) -> None:
+    files_of = {sid: search_eval.real_session_files(REAL, sid) for sid in search_eval.listed_sessions(REAL)}
+    holders = {sid: files for sid, files in files_of.items() if any(query in search_eval.file_text(f) for f in files)}
+    assert len(holders) == 1
+    (holder, files), = holders.items()
+    assert all("agent-" in f.name for f in files if query in search_eval.file_text(f))  # subagent files only
+    first = answers["by_id"][query]["results"][0]
+    assert first["session_id"] == holder and first["exact"]
+    assert query in first["matches"][0]["text"]
+
+
+def test_the_lexical_legs_share_follows_the_querys_coverage(answers: dict[str, Any]) -> None:
+    full, none = COVERED
+    assert answers["coverage"][full] == 1.0 and answers["coverage"][none] == 0.0
+
+
 def test_queries_about_nothing_there_are_not_confident(answers: dict[str, Any]) -> None:
     absent = [answers["by_id"][q["id"]]["confidence"] for q in QUERIES if not q["relevant"]]
     assert len(absent) >= 10
@@ -134,6 +162,9 @@ def test_exact_phrases_of_a_query() -> None:
     # Plain words are left to the ranking; copied text (punctuation, digits in a word) is not.
     assert exact_phrases("browser tests sidechain css class") == []
     assert exact_phrases("SIM115 Use a context manager") == ["sim115 use a context manager"]
+    # A camelCase name of three parts or more is code; one inner capital is a product name.
+    assert exact_phrases("DateTimeField") == ["datetimefield"] and exact_phrases("isImageFile") == ["isimagefile"]
+    assert exact_phrases("JavaScript error") == [] and exact_phrases("GitHub actions") == []
 
 
 def test_a_traceback_keeps_its_last_line_and_a_local_command_its_output(tmp_path: Path, dense_embedder: Any) -> None:

@@ -249,7 +249,9 @@ class Extractor:
             unit += 1
         for i, a in enumerate(subs):
             owner = a["agent_id"] or f"inline-{i}"
-            work = [line for (o, _), invs in by_owner_turn.items() if o == owner for line in _work_lines(invs)]
+            # its raw text joined its starting turn's (`briefs.add_subagent_raw`): briefs it holds count once
+            work = [line for (o, _), invs in by_owner_turn.items() if o == owner
+                    for line in _work_lines(invs, raw.get(a["turn_index"]))]
             head = [f"subagent {a['agent_type'] or ''}: {a['description'] or ''}", a["prompt"] or "",
                     a["summary_text"] or ""]
             if work or a["summary_text"]:

@@ -86,6 +86,16 @@ def add_raw(turn: Turn, *pieces: Any) -> None:
         have += len(piece) + 1
 
 
+def add_subagent_raw(turn: Turn, subagent_turns: list[Turn]) -> None:
+    """Fold a subagent's raw text into the turn that started it, within a cap of its own: what the
+    subagent's tools read and printed is that turn's work, searched verbatim like the turn's own
+    (its briefs alone lost the names and lines people search for)."""
+    text = "\n".join(t.raw_text for t in subagent_turns if t.raw_text)
+    if text:
+        text = head_and_tail(text, RAW_TURN_CHARS * 2 // 3)  # + half for the tail: the turn's cap again
+        turn.raw_text = f"{turn.raw_text}\n{text}" if turn.raw_text else text
+
+
 def strings_of(value: Any) -> list[str]:
     """The non-empty strings inside a JSON-like value (dict values and list items, depth first)."""
     if isinstance(value, str):

@@ -35,6 +35,7 @@ from jacked.sources.reader import ReadResult, iter_records
 from jacked.sources.claude.tool_results import resolve_session
 from jacked.sources.claude.turns import MAX_TEXT_CHARS, FileBuilder, prompt_hash
 from jacked.sources.metrics import fill_subagent_counts
+from jacked.sources.briefs import add_subagent_raw
 
 WORKFLOW_TOOLS = frozenset({"Workflow"})
 STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
@@ -154,6 +155,10 @@ def assemble(session_id: str, project_dir: str, main: FileBuilder | None,
     s.repo_name = repo_name_of(s.cwd)
     _link(s, subs)
     _attach_workflows(s, subs)
+    starters = {t.index: t for t in s.turns}
+    for sub in subs:
+        if sub.turn_index is not None and sub.turn_index in starters:
+            add_subagent_raw(starters[sub.turn_index], sub.turns)
     for sub in subs:
         if sub.role == "teammate" and not sub.agent_type:
             sub.agent_type = "teammate"
