@@ -10,7 +10,7 @@ generated  the public generated bank of `scripts/gen_corpus.py` (kinds kw, para,
            the queries its truth.json lists.
 
 Prints recall@1, recall@5 and MRR (first relevant session within the top 10) per kind for
-jacked and for the baseline, the rank-1 rate of exact strings that occur in exactly one session,
+jacked and for the baseline (and SQLite FTS5 over messages, as the public benchmark has it), the rank-1 rate of exact strings that occur in exactly one session,
 and the search p50 in this process. The baseline is Okapi BM25 (k1 1.2, b 0.75) over every
 string of a session's files (the session file, its subagent files and plan: prompts, answers,
 tool inputs and outputs), written here without any jacked code. `--home` keeps the index
@@ -219,6 +219,15 @@ def run_jacked(claude_dir: Path, home: Path, queries: list[dict[str, Any]]) -> t
     return ranked, times, {"backfill": report, "answers": answers, "legs": legs}
 
 
+def fts5_baseline(claude_dir: Path, queries: list[dict[str, Any]]) -> list[list[str]]:
+    """The public benchmark's second baseline on this set: SQLite FTS5 over each record of the
+    session's files, a session ranked by its best message (`memory_bench.fts5_rank`)."""
+    from memory_bench import claude_sessions, fts5_rank  # it imports this module: read when needed
+
+    ranked = fts5_rank(claude_sessions(claude_dir), [q["query"] for q in queries])
+    return [[key.removeprefix("claude:") for key in r] for r in ranked]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("set", choices=["real", "generated"])
@@ -244,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     our_ranks = [first_rank(r, set(q["relevant"])) for q, r in zip(queries, ours)]
     base_ranks = [first_rank(r, set(q["relevant"])) for q, r in zip(queries, base)]
     t_ours, t_base = table(queries, our_ranks), table(queries, base_ranks)
+    t_fts5 = table(queries, [first_rank(r, set(q["relevant"])) for q, r in zip(queries, fts5_baseline(claude_dir, queries))])
     t_legs = {leg: table(queries, [first_rank(ranks[i], set(queries[n]["relevant"])) for n, i in enumerate(kept)])
               for leg, ranks in extra["legs"].items()}
     # Exact strings found in exactly one session must come first.
@@ -258,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         confidence["first_right" if r == 1 else "first_wrong"][out.get("confidence", "?")] += 1
     for _, out in absent:
         confidence["absent"][out.get("confidence", "?")] += 1
-    figures = {"set": args.set, "confidence": {k: dict(v) for k, v in confidence.items()}, "queries": len(queries), "sessions": len(docs), "jacked": t_ours, "bm25": t_base, "legs": t_legs,
+    figures = {"set": args.set, "confidence": {k: dict(v) for k, v in confidence.items()}, "queries": len(queries), "sessions": len(docs), "jacked": t_ours, "bm25": t_base, "fts5": t_fts5, "legs": t_legs,
                "unique_exact": {"n": len(unique_exact), "rank1": sum(r == 1 for _, r in unique_exact)},
                "search_p50_ms": round(statistics.median(times) * 1000, 1),
                "backfill": {k: extra["backfill"].get(k) for k in ("texts_embedded", "points_written", "wall_s", "index_mb")}}
@@ -272,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             o, b = t_ours[kind], t_base[kind]
             print(f"  {kind:12s} {o['n']:3d} | {o['r1']:5.3f} {o['r5']:5.3f} {o['mrr']:5.3f} | {b['r1']:8.3f} "
                   f"{b['r5']:5.3f} {b['mrr']:5.3f} | {o['mrr'] - b['mrr']:+6.3f}")
+        print("  SQLite FTS5 over messages, MRR: " + " ".join(f"{k} {v['mrr']:.3f}" for k, v in t_fts5.items()))
         for leg, t in t_legs.items():
             print(f"  jacked's {leg} leg alone, MRR: " + " ".join(f"{k} {v['mrr']:.3f}" for k, v in t.items()))
         ue = figures["unique_exact"]

@@ -56,6 +56,7 @@ class SearchResult(TypedDict):
     first_prompt: NotRequired[str | None]
     source: NotRequired[str | None]
     confidence: NotRequired[Confidence]
+    words_confidence: NotRequired[Confidence]  # the grade with the verbatim match left out
 
 
 class TimeFilter(TypedDict):
