@@ -567,17 +567,18 @@ class Catalog:
         return dict(self.db.execute("SELECT turn_index, text FROM turn_texts WHERE session_id = ?", (session_id,)))
 
     def raw_texts_of(self, session_ids: Sequence[str], containing: str) -> list[tuple[str, int, str]]:
-        """(session, turn index, prompt and raw text) of those sessions' own turns (not the ones a
-        resume or fork repeats from another session) whose prompt or raw text holds `containing`
-        (ASCII letters in any case): SQLite finds them without handing every text over. The
-        prompt counts too: a pasted traceback's names are the user's, not the agent's."""
+        """(session, turn index, text) of those sessions' own turns (not the ones a resume or fork
+        repeats from another session) whose prompt or raw text holds `containing` (ASCII letters
+        in any case): SQLite finds them without handing every text over. Prompts first (they are
+        short); a prompt counts too, since a traceback the user pasted names what they search for."""
         like = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        return [(r[0], r[1], r[2]) for r in rows_in(
-            self.db, "SELECT t.session_id, t.turn_index, COALESCE(t.prompt, '') || char(10) || COALESCE(x.text, '') "
-                     "FROM turns t LEFT JOIN turn_texts x ON x.session_id = t.session_id AND x.turn_index = t.turn_index "
-                     "WHERE t.session_id IN (?*) AND t.repeat_of IS NULL "
-                     "AND (x.text LIKE ? ESCAPE '\\' OR t.prompt LIKE ? ESCAPE '\\')",
-            session_ids, after=[like, like], tuples=True)]
+        own = "t.session_id IN (?*) AND t.repeat_of IS NULL"
+        prompts = rows_in(self.db, f"SELECT t.session_id, t.turn_index, t.prompt FROM turns t WHERE {own} "
+                                   "AND t.prompt LIKE ? ESCAPE '\\'", session_ids, after=[like], tuples=True)
+        raw = rows_in(self.db, "SELECT x.session_id, x.turn_index, x.text FROM turn_texts x JOIN turns t "
+                               f"ON t.session_id = x.session_id AND t.turn_index = x.turn_index WHERE {own} "
+                               "AND x.text LIKE ? ESCAPE '\\'", session_ids, after=[like], tuples=True)
+        return [(r[0], r[1], r[2]) for rows in (prompts, raw) for r in rows]
 
     def subagent_rows(self, session_id: str) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute(

@@ -64,7 +64,7 @@ MATCH_WEIGHTS = (1.0, 0.35, 0.15)
 LEXICAL_SHARE_RANGE = (0.1, 0.5)
 COVERAGE_POWER = 1.5
 LEXICAL_SHARE = 0.4  # what a shown match's own score mixes (display only)
-COVERAGE_HITS = 10  # the best lexical hits read for the query's coverage
+COVERAGE_HITS = 5  # the best lexical hits read for the query's coverage
 # Age decays only this part of a session's weight: recency orders sessions that are about
 # equally relevant, it must not bury the one session that holds the answer.
 RECENCY_FLOOR = 0.8
