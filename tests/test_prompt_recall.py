@@ -12,7 +12,6 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -266,46 +265,4 @@ def test_code_few_sessions_hold_in_a_short_history_stays_silent(aider_indexed: t
     # a day later the sessions are out of the window: the same names point at nothing recent
     said = _recall(settings, "make handle_shell_commands in EditBlockCoder print each command before apply_edits runs it",
                    cwd=str(repo), session_id="new", until="2024-08-23T15:20:00.000Z")
-    assert said["sessions"] == [], said
-
-
-
-AUG19 = Path(__file__).resolve().parents[1] / "benchmarks" / "memory" / "aider" / "aug19" / ".aider.chat.history.md"
-
-
-def _works_before(started: str) -> list[dict[str, Any]]:
-    """What `recent_work` gives for the aug19 history at `started`, read off the file: the sessions of
-    the 24 hours before, newest first, each with its typed prompts (an Aider session ends when it starts)."""
-    from jacked.sources.aider.history import Kind, parse_lines, split_sessions
-
-    at = datetime.fromisoformat(started)
-    works = [{"session_id": b.started, "title": None,
-              "prompts": [ln.text.strip() for ln in parse_lines(b.text).lines if ln.kind == Kind.USER and ln.text.strip()]}
-             for b in split_sessions(AUG19.read_text(encoding="utf-8"))
-             if b.started and at - timedelta(hours=24) <= datetime.fromisoformat(b.started) < at]
-    return sorted(works, key=lambda w: str(w["session_id"]), reverse=True)[:50]
-
-
-def test_a_new_session_continuing_the_last_ones_topic_gets_it() -> None:
-    """Real prompts of Aider's history that name no earlier work: 'add subject to `confirm_ask` too'
-    opens the session after the one that added a `subject` param to prompt_ask and confirm_ask."""
-    from jacked.query.prompt_recall import _topic_work
-
-    said = _topic_work("add subject to `confirm_ask` too", _works_before("2024-08-21 05:24:35"))
-    assert [w["session_id"] for w in said] == ["2024-08-21 05:20:01"], said
-    assert said[0]["why"].startswith("continues: ") and "subject" in said[0]["why"]
-
-
-def test_words_the_last_session_shares_in_passing_are_no_topic(aider_indexed: tuple[Settings, Path]) -> None:
-    """New work that shares a few words with the session before ('repomap', 'test') stays silent; so
-    does any prompt in a history of three sessions with a request, where no word can weigh enough."""
-    from jacked.query.prompt_recall import _topic_work
-
-    new = ("add a test for repomap that makes a small git repo with two source files with one function each. init a "
-           'repomap on it with refresh="files" and one source file. get a repomap. add a 2nd function. get another repo '
-           "map. make sure no changes. add the 2nd file to the chat. ask for a repomap. ensure it picked up the new function.")
-    assert _topic_work(new, _works_before("2024-08-19 15:37:01")) == []
-    settings, repo = aider_indexed
-    said = _recall(settings, "rename the method for a None edit and move it lower in the class", cwd=str(repo),
-                   session_id="new", until="2024-08-21T15:20:00.000Z")
     assert said["sessions"] == [], said

@@ -72,18 +72,6 @@ REPEAT_MIN_WORDS = 4
 REPEAT_MIN_SHARE = 0.5
 CODE_MIN_WEIGHT = 4.0
 CODE_SESSIONS = 2
-# A prompt that names nothing ("all events should contain the aider version number") often
-# continues the topic of the repo's last session or two: it shares their rarer words. Weighed like
-# `code_matches`, over the prompts of the recent sessions with a typed request; tuned on the old
-# labels only (docs/performance.md, session 25), then run once on the blind aug09 set.
-TOPIC_SESSIONS = 2
-TOPIC_MIN_WEIGHT = 6.0
-_TOPIC_WORD = re.compile(r"[a-z][a-z0-9_]+")
-_STOP = frozenset("""a an the and or but if then else when while for to of in on at by with from into onto as is are
-was were be been being do does did this that these those it its we you i me my our your they them their he she there
-here what which who whom how why can could should would will shall may might must not no yes so too also just only
-all any each every some such more most other same than very now new add make use using please let lets have has had
-get gets got want need like one two instead""".split())
 
 SearchFn = Callable[[str, str | None], list[dict[str, Any]]]
 # `recent(repo, until)`: what the repo's recent sessions worked on (catalog.retrieve_queries.recent_work).
@@ -187,10 +175,8 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     now = now or (parse_ts(until) if until else None) or now_utc()
     cue = refers_to_earlier_work(text) or bool(opens and OPENING_FOLLOW_UP.match(text) and opens())
     verbatim = any(len(p) >= VERBATIM_MIN_CHARS for p in exact_phrases(text[:QUERY_CHARS]))
-    works = _recent_works(recent, repo, session_id, now)
-    named = _named_work(text, works)
-    topic = _topic_work(text, works)
-    if not (cue or verbatim or named or topic):
+    named = _named_work(text, _recent_works(recent, repo, session_id, now))
+    if not (cue or verbatim or named):
         return silent("no follow-up words, no verbatim phrase, no recent work it names")
 
     def candidates(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -217,8 +203,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
         # The best one speaks on medium confidence; the ones after it must be sure, or they cost
         # tokens for a session the prompt is not about.
         chosen += [r for i, r in enumerate(said) if i == 0 or r.get("exact") or r.get("confidence") == "high"]
-    # After the sharper cues: a shared topic is the weakest evidence, it must not push them out.
-    chosen = _unique(chosen + topic)[:MAX_SESSIONS]
+    chosen = _unique(chosen)[:MAX_SESSIONS]
     if verbatim and len(chosen) < MAX_SESSIONS:
         seen = {r["session_id"] for r in chosen}
         elsewhere = [r for r in candidates(search(query, None))
@@ -227,7 +212,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if not chosen:
         return silent("follow-up words, no matching session" if cue else "no matching session")
     reason = ("follow-up words" if cue else "verbatim match" if any(r.get("exact") for r in chosen)
-              else "names recent work" if named else "continues recent work" if topic else "recent work")
+              else "names recent work" if named else "recent work")
 
     head = ("jacked memory: past sessions this prompt may refer to "
             "(load one with `jacked retrieve <id>`):")
@@ -284,31 +269,6 @@ def _named_work(prompt: str, works: list[dict[str, Any]]) -> list[dict[str, Any]
                     key=lambda w: -by_code[w["session_id"]][0])
     out += [_as_result(w, "names " + ", ".join(by_code[w["session_id"]][1])) for w in strong[:CODE_SESSIONS]]
     return _unique(out)
-
-
-def topic_words(text: str) -> set[str]:
-    """A text's content words, lower-cased: what is left of its words of 3+ letters without the
-    function words and the verbs of any request ("add", "make", "use")."""
-    return {w for w in _TOPIC_WORD.findall(text.lower()) if len(w) >= 3 and w not in _STOP}
-
-
-def _topic_work(prompt: str, works: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last TOPIC_SESSIONS sessions with a typed request whose prompts share the prompt's rarer
-    words (each word weighs log((n + 1) / (sessions holding it + 0.5)) over those n sessions),
-    when the shared weight reaches TOPIC_MIN_WEIGHT: a new session continuing what the one before
-    it did. Sessions of only commands or test pings ("hi", "/ex") are no topic."""
-    words = topic_words(prompt[:QUERY_CHARS])
-    asked = [w for w in works if any(len(p.split()) >= 3 and not p.lstrip().startswith("/") for p in w["prompts"])]
-    if not words or not asked:
-        return []
-    held = [topic_words("\n".join([*w["prompts"], w.get("title") or ""])) & words for w in asked]
-    n = len(asked)
-    weight = {x: math.log((n + 1) / (sum(x in h for h in held) + 0.5)) for x in words}
-    out = []
-    for w, h in list(zip(asked, held))[:TOPIC_SESSIONS]:
-        if sum(weight[x] for x in h) >= TOPIC_MIN_WEIGHT:
-            out.append(_as_result(w, "continues: " + ", ".join(sorted(h, key=lambda x: -weight[x])[:4])))
-    return out
 
 
 def _as_result(work: dict[str, Any], why: str) -> dict[str, Any]:
