@@ -68,7 +68,7 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
 
 
 def _history(label: dict[str, Any]) -> str:
-    """The Aider history a label comes from (its folder: aug12, aug14, aug19), "" for the others."""
+    """The Aider history a label comes from (its folder: aug09, aug12, aug14, aug19), "" for the others."""
     return Path(label["cwd"]).name if label.get("agent") == "aider" else ""
 
 
@@ -98,7 +98,8 @@ def evaluate(service: Any, labels: list[dict[str, Any]], max_tokens: int = 300) 
     groups.update({f"real_{agent}": lambda o, agent=agent: o["source"] == "real" and o["agent"] == agent
                    for agent in sorted({o["agent"] for o in outcomes})})
     # The Aider labels by history: the prompt cues were tuned on aug12, aug19 was held out until session 24
-    # read its failures, aug14 was labelled in session 24 before any run on it.
+    # read its failures, aug14 was labelled in session 24 before any run on it, aug09 in session 25 (the days
+    # before aug12: after aug19 the public file holds one morning), blind until a cue tuned on the others was tried.
     groups.update({f"real_aider_{half}": lambda o, half=half: o["history"] == half
                    for half in sorted({o["history"] for o in outcomes if o["history"]})})
     for name, member in groups.items():

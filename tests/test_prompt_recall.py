@@ -65,12 +65,13 @@ def _hook(settings: Settings, payload: dict[str, Any]) -> subprocess.CompletedPr
 
 
 def test_the_added_aider_excerpt_is_the_recorded_bytes() -> None:
-    """The labels' third Aider history is the public file's bytes its README records."""
+    """The labels' added Aider histories are the public file's bytes their README records."""
     bench = Path(__file__).resolve().parents[1] / "benchmarks" / "prompt_recall"
-    digest = re.search(r"SHA-256 `([0-9a-f]{64})`", (bench / "README.md").read_text())
-    assert digest is not None
-    data = (bench / "aider" / "aug14" / ".aider.chat.history.md").read_bytes()
-    assert hashlib.sha256(data).hexdigest() == digest.group(1)
+    digests = re.findall(r"SHA-256 `([0-9a-f]{64})`", (bench / "README.md").read_text())
+    assert len(digests) == 2
+    for folder, digest in zip(("aug14", "aug09"), digests, strict=True):
+        data = (bench / "aider" / folder / ".aider.chat.history.md").read_bytes()
+        assert hashlib.sha256(data).hexdigest() == digest, folder
 
 
 def test_follow_up_words_are_told_from_other_prompts() -> None:
