@@ -131,6 +131,9 @@ def test_every_surface_validates_and_agrees(indexed: Settings, tmp_path: Path,
     for name, answer in web.items():
         _valid("sessions" if name == "searched" else name, answer["sessions"] if name in ("sessions", "searched") else answer)
     assert web["searched"]["search"]["mode"] == "hybrid" and web["searched"]["sessions"][0]["matches"]
+    # A hit the catalog does not hold (a teammate's, on a server) is listed by what the search knows.
+    from jacked.surfaces.ui.api import search_only_row
+    _valid("web-sessions", {**web["searched"], "sessions": [search_only_row(h) for h in web["search"]["results"]]})
 
     # The same question, the same JSON (the MCP tool pages lists and leaves out what `text` holds;
     # the web adds what its page shows: an age, the context, why a unit was left out).

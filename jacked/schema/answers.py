@@ -923,13 +923,29 @@ class ListSearch(TypedDict):
     confidence: NotRequired[Confidence]
 
 
+class SearchOnlyRow(TypedDict):
+    """A row of the web list searched for a session the local catalog does not hold (a teammate's,
+    on a shared server): what the search knows of it."""
+
+    session_id: str
+    repo_name: str | None
+    title: str | None
+    started_at: str | None
+    ended_at: str | None
+    age: str | None
+    in_catalog: Literal[False]
+    score: float
+    matches: list[SearchMatch]
+    confidence: Confidence | None
+
+
 class SessionListAnswer(TypedDict):
     """`GET /api/sessions`: a page of `sessions --json` rows (`search`: how `q` was matched)."""
 
     total: int
     offset: int
     limit: int
-    sessions: list[SessionRow]
+    sessions: list[SessionRow | SearchOnlyRow]
     search: ListSearch | None
 
 

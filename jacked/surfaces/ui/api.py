@@ -248,10 +248,7 @@ class UiApi:
             with_usage(cat, list(by_id.values()), PriceTable.with_overrides(self.settings.prices))
         rows = []
         for h in hits:
-            row = by_id.get(h["session_id"]) or {
-                "session_id": h["session_id"], "repo_name": h.get("repo_name"), "title": h.get("title"),
-                "started_at": h.get("started_at"), "ended_at": h.get("timestamp"), "age": h.get("age"),
-                "in_catalog": False}
+            row = by_id.get(h["session_id"]) or search_only_row(h)
             if until and (row.get("started_at") or "") > until:
                 continue
             row.update({"score": h["score"], "matches": h["matches"], "confidence": h.get("confidence")})
@@ -456,3 +453,11 @@ def over_time(cat: Catalog, q: Any) -> list[DayActivity]:
         return cast("list[DayActivity]", ui_queries.turns_per_day(cat, q.repo, q.session_id, since))
     except sqlite3.DatabaseError as e:  # pragma: no cover - a catalog mid-migration
         raise ApiError(503, f"catalog busy: {e}") from None
+
+
+def search_only_row(hit: dict[str, Any]) -> dict[str, Any]:
+    """The list row of a search hit the local catalog does not hold (a teammate's session on a
+    shared server): what the search knows of it (`SearchOnlyRow`)."""
+    return {"session_id": hit["session_id"], "repo_name": hit.get("repo_name"), "title": hit.get("title"),
+            "started_at": hit.get("started_at"), "ended_at": hit.get("timestamp"), "age": hit.get("age"),
+            "in_catalog": False, "score": hit["score"], "matches": hit["matches"], "confidence": hit.get("confidence")}
