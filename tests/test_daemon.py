@@ -462,6 +462,16 @@ def test_status_stop_and_sigterm(homes: tuple[Path, Path, Path]) -> None:
     assert "Traceback" not in (via_daemon / "logs" / "daemon.log").read_text()
 
 
+def test_a_daemon_whose_home_is_deleted_exits(homes: tuple[Path, Path, Path]) -> None:
+    claude, via_daemon, _ = homes
+    env = env_for(claude, via_daemon, True)
+    assert jacked(["daemon", "start"], env).returncode == 0
+    pid = status_of(via_daemon)["pid"]  # type: ignore[index]
+    shutil.rmtree(via_daemon)  # as a test or an eval removes its temp home, the daemon still running
+    assert wait_until(lambda: not Path(f"/proc/{pid}").exists()
+                      or Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z", 60)
+
+
 # How long an idle daemon's CPU time is watched (the figure: 60 s).
 IDLE_WINDOW_S = float(os.environ.get("JACKED_TEST_IDLE_S", "60"))
 

@@ -187,6 +187,11 @@ class Daemon:
                     and time.monotonic() - self.last_request > self.idle_seconds):
                 log.info("idle for %.0f s: stopping", self.idle_seconds)
                 self.stop()
+            elif not self.paths.socket.exists():
+                # Its home was deleted (a test's or an eval's temp folder): no client can reach it
+                # again, and only this daemon's lock could have let another bind there.
+                log.info("socket %s is gone: stopping", self.paths.socket)
+                self.stop()
 
     # ------------------------------------------------------------------ the service thread
     def service(self) -> Any:
