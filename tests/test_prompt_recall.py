@@ -258,11 +258,30 @@ def test_code_named_by_few_recent_sessions_weighs_most(aider_indexed: tuple[Sett
 
 def test_code_few_sessions_hold_in_a_short_history_stays_silent(aider_indexed: tuple[Settings, Path]) -> None:
     settings, repo = aider_indexed
-    for prompt in ("add frobnicate_widgets to the WidgetRegistry class", "write a haiku about autumn",
-                   "make handle_shell_commands in EditBlockCoder print each command before apply_edits runs it"):
+    for prompt in ("add frobnicate_widgets to the WidgetRegistry class", "write a haiku about autumn"):
         said = _recall(settings, prompt, cwd=str(repo), session_id="new", until="2024-08-21T15:20:00.000Z")
         assert said["sessions"] == [], (prompt, said)
+    # (two hours after it, the refactor's names carry on that session: the next test)
     # a day later the sessions are out of the window: the same names point at nothing recent
     said = _recall(settings, "make handle_shell_commands in EditBlockCoder print each command before apply_edits runs it",
                    cwd=str(repo), session_id="new", until="2024-08-23T15:20:00.000Z")
     assert said["sessions"] == [], said
+
+
+def test_a_prompt_carrying_on_the_last_session_gets_it(aider_indexed: tuple[Settings, Path]) -> None:
+    """No follow-up words, no verbatim phrase: the repo's last session, ended minutes ago, is what the
+    search ranks first by a clear share, so it speaks; an unrelated prompt, or the same one typed
+    once that session lies hours back, stays silent."""
+    from jacked.query.prompt_recall import CONTINUE_HOURS
+
+    settings, repo = aider_indexed
+    refactor = _aider_session(repo, "2024-08-21 13:11:44")  # moved the shell commands into a method
+    prompt = "the method that runs the shell commands should print each command before it runs it"
+    said = _recall(settings, prompt, cwd=str(repo), session_id="new", until="2024-08-21T13:40:00.000Z")
+    assert said["sessions"] == [refactor] and said["reason"] == "carries on the last session", said
+    said = _recall(settings, "write a haiku about autumn leaves falling", cwd=str(repo), session_id="new",
+                   until="2024-08-21T13:40:00.000Z")
+    assert said["sessions"] == [], said
+    later = f"2024-08-21T{13 + CONTINUE_HOURS + 1}:40:00.000Z"  # the 15:14 sessions hold no request
+    said = _recall(settings, prompt, cwd=str(repo), session_id="new", until=later)
+    assert refactor not in said["sessions"], said

@@ -5,7 +5,8 @@ A prompt gets context only when it (a) refers to earlier work in words ("like we
 a session of this repo for it with at least medium confidence, or (b) holds a phrase of some length
 that a past session of this repo holds verbatim (an error line, a quoted string, an identifier) and
 that is about the prompt by its other words too, or (c) repeats a recent request or names code few
-recent sessions hold. A session of another repo comes only from a verbatim match (a quoted phrase,
+recent sessions hold, or (d) carries on the repo's last session, ended a few hours ago at most, which
+the search ranks first by a clear share. A session of another repo comes only from a verbatim match (a quoted phrase,
 an identifier, an error line). The current
 session is never offered back. Silence is the default: a memory that speaks on every prompt costs
 tokens for nothing and teaches the agent to ignore it.
@@ -72,6 +73,11 @@ REPEAT_MIN_WORDS = 4
 REPEAT_MIN_SHARE = 0.5
 CODE_MIN_WEIGHT = 4.0
 CODE_SESSIONS = 2
+# A prompt that carries on the repo's last session (ended under CONTINUE_HOURS ago): spoken for only
+# when the search ranks that very session first, at least `medium` and with at least this share of
+# the relevance (chosen on the labelled histories before the blind sets of session 25 were read).
+CONTINUE_HOURS = 3
+CONTINUE_MIN_SCORE = 0.45
 
 SearchFn = Callable[[str, str | None], list[dict[str, Any]]]
 # `recent(repo, until)`: what the repo's recent sessions worked on (catalog.retrieve_queries.recent_work).
@@ -175,8 +181,10 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     now = now or (parse_ts(until) if until else None) or now_utc()
     cue = refers_to_earlier_work(text) or bool(opens and OPENING_FOLLOW_UP.match(text) and opens())
     verbatim = any(len(p) >= VERBATIM_MIN_CHARS for p in exact_phrases(text[:QUERY_CHARS]))
-    named = _named_work(text, _recent_works(recent, repo, session_id, now))
-    if not (cue or verbatim or named):
+    works = _recent_works(recent, repo, session_id, now)
+    named = _named_work(text, works)
+    last = _last_session(works, now)
+    if not (cue or verbatim or named or last):
         return silent("no follow-up words, no verbatim phrase, no recent work it names")
 
     def candidates(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -196,10 +204,15 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
 
     query = text[:QUERY_CHARS]
     chosen: list[dict[str, Any]] = list(named)
-    if repo and (cue or verbatim):
+    continued = False
+    if repo and (cue or verbatim or last):
         found = candidates(search(query, repo))
+        if found and found[0]["session_id"] == last and _carries_on(found[0]):
+            chosen.append(found[0])
+            continued = True
         # Follow-up words: the search's own grade decides; without them only a verbatim match speaks.
-        said = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else _verbatim_match(r))]
+        said = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else
+                                     verbatim and _verbatim_match(r))]
         # The best one speaks on medium confidence; the ones after it must be sure, or they cost
         # tokens for a session the prompt is not about.
         chosen += [r for i, r in enumerate(said) if i == 0 or r.get("exact") or r.get("confidence") == "high"]
@@ -212,7 +225,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if not chosen:
         return silent("follow-up words, no matching session" if cue else "no matching session")
     reason = ("follow-up words" if cue else "verbatim match" if any(r.get("exact") for r in chosen)
-              else "names recent work" if named else "recent work")
+              else "names recent work" if named else "carries on the last session" if continued else "recent work")
 
     head = ("jacked memory: past sessions this prompt may refer to "
             "(load one with `jacked retrieve <id>`):")
@@ -243,6 +256,21 @@ def _verbatim_match(result: dict[str, Any]) -> bool:
     tool's output; only the session the prompt is about also holds the rest of its words. Not
     `medium`: the phrase's own words already give a session holding it half the coverage."""
     return bool(result.get("exact")) and result.get("words_confidence", result.get("confidence")) == "high"
+
+
+def _last_session(works: list[dict[str, Any]], now: datetime) -> str | None:
+    """The repo's last session (`works` are newest first) when it ended under CONTINUE_HOURS ago."""
+    if not works:
+        return None
+    ended = parse_ts(works[0].get("ended_at") or works[0].get("started_at"))
+    return works[0]["session_id"] if ended and now - ended <= timedelta(hours=CONTINUE_HOURS) else None
+
+
+def _carries_on(result: dict[str, Any]) -> bool:
+    """The search's best session is one the prompt is about: graded at least `medium` by its words and
+    meaning, and leading the fusion by a clear share (an incidental match of a new task scores lower)."""
+    return (result.get("words_confidence", result.get("confidence")) in ("high", "medium")
+            and float(result.get("score") or 0.0) >= CONTINUE_MIN_SCORE)
 
 
 def _recent_works(recent: RecentFn | None, repo: str | None, session_id: str | None,
