@@ -65,13 +65,16 @@ def _hook(settings: Settings, payload: dict[str, Any]) -> subprocess.CompletedPr
 
 
 def test_the_added_aider_excerpt_is_the_recorded_bytes() -> None:
-    """The labels' added Aider histories are the public file's bytes their README records."""
+    """The labels' added Aider histories are the public file's bytes their README records. `aug05` may be
+    absent (its README section says how to rebuild it): checked when present."""
     bench = Path(__file__).resolve().parents[1] / "benchmarks" / "prompt_recall"
     digests = re.findall(r"SHA-256 `([0-9a-f]{64})`", (bench / "README.md").read_text())
-    assert len(digests) == 2
-    for folder, digest in zip(("aug14", "aug09"), digests, strict=True):
-        data = (bench / "aider" / folder / ".aider.chat.history.md").read_bytes()
-        assert hashlib.sha256(data).hexdigest() == digest, folder
+    assert len(digests) == 3
+    for folder, digest in zip(("aug14", "aug09", "aug05"), digests, strict=True):
+        path = bench / "aider" / folder / ".aider.chat.history.md"
+        if folder == "aug05" and not path.exists():
+            continue
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, folder
 
 
 def test_follow_up_words_are_told_from_other_prompts() -> None:
