@@ -63,6 +63,19 @@ def aider_repos(roots: list[Path], home: Path) -> Path:
     return copy
 
 
+def present(labels: list[dict[str, Any]], root: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The labels whose history is under `root`, and how many of each absent Aider folder were left out
+    (an excerpt that is rebuilt rather than committed may be missing)."""
+    kept, absent = [], {}
+    for lab in labels:
+        folder = lab["cwd"] if lab.get("agent") == "aider" else None
+        if folder and not (root / folder.removeprefix("aider/") / ".aider.chat.history.md").exists():
+            absent[folder] = absent.get(folder, 0) + 1
+        else:
+            kept.append(lab)
+    return kept, absent
+
+
 def load_labels(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -160,7 +173,11 @@ def main() -> None:
     from jacked.config import load_settings
     from jacked.service import Jacked
 
-    labels = resolve_aider(load_labels(args.labels), aider_root)
+    labels, absent = present(load_labels(args.labels), aider_root)
+    for folder, n in sorted(absent.items()):
+        print(f"skipped {n} labels of {folder}: its history is not here "
+              "(benchmarks/prompt_recall/README.md says how to rebuild it)", file=sys.stderr)
+    labels = resolve_aider(labels, aider_root)
     service = Jacked(load_settings(args.claude_dir), scan=False, warn=lambda m: print(m, file=sys.stderr))
     if not service.status().get("points"):
         service.backfill()
