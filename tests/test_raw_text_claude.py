@@ -18,7 +18,7 @@ from jacked.query.search import SearchOptions, Searcher
 BIG = "/home/dev/projects/demo/big_module.py"
 OTHER = "/home/dev/projects/demo/settings_loader.py"
 SECRET = "ghp_" + "Zq7Xv2Lm9Rt4Kp8Wn3Hs6Jd1Fb5Gc0Ya2Ue7Io"  # synthetic, in a GitHub token's form
-MIDDLE = "def zz_reconcile_ledger_rows(batch):"  # line 600 of 1,200: 30,000 characters into the read
+MIDDLE = "def zz_reconcile_ledger_rows(batch):"  # line 601 of 1,200: 47,000 characters into a 95,000-character read
 ORIGINAL_ONLY = 'FALLBACK_REGION = "qq-north-7"'  # a line of the changed file the session never read
 TRACEBACK = "Traceback (most recent call last):"
 RECORDED = "Error: " + TRACEBACK  # only Claude Code's record of the result holds the prefix
