@@ -4,6 +4,8 @@ agent alike."""
 from __future__ import annotations
 
 import hashlib
+import re
+import zlib
 from typing import Any
 
 import orjson
@@ -15,8 +17,11 @@ BRIEF_RESULT_CHARS = 2000  # an error's text is kept up to here: what people sea
 BRIEF_OK_RESULT_CHARS = 1000  # a successful result's head
 BRIEF_READ_RESULT_CHARS = 300  # a file's content is in the repo; its head identifies it
 MAX_DIFF_CHARS = 4000  # a file change's diff is kept up to here (timelines show changes, not files)
-# A turn's raw text (`Turn.raw_text`): each piece's head and tail, up to this much per turn.
-RAW_PIECE_CHARS = 10000
+# A turn's raw text (`Turn.raw_text`): each piece's head and tail, up to this much per turn. A
+# piece of up to 150,000 characters is kept whole: Claude Code's longest file read (25,000 tokens,
+# about 100,000 characters) and a long reply are searched to their last line (at 10,000 the names
+# in the middle of a 50,000-character read, or of a 1,100-line Aider reply, were lost).
+RAW_PIECE_CHARS = 100_000
 RAW_TURN_CHARS = 200_000
 
 
@@ -74,16 +79,46 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def add_raw(turn: Turn, *pieces: Any) -> None:
+def add_raw(turn: Turn, *pieces: Any) -> str:
     """Append what the turn said or did to its raw text: strings as they are, anything else as the
-    strings it holds (a tool's arguments); each piece's head and tail, the turn within its cap."""
+    strings it holds (a tool's arguments); each piece's head and tail, the turn within its cap.
+    Returns what was appended (the pieces as kept, one per line)."""
     have = len(turn.raw_text or "")
+    added: list[str] = []
     for text in strings_of(pieces):
         if have >= RAW_TURN_CHARS:
-            return
+            break
         piece = head_and_tail(text, min(RAW_PIECE_CHARS, (RAW_TURN_CHARS - have) * 2 // 3 + 1))  # + half for the tail
         turn.raw_text = f"{turn.raw_text}\n{piece}" if turn.raw_text else piece
         have += len(piece) + 1
+        added.append(piece)
+    return "\n".join(added)
+
+
+# A line of a numbered listing (`cat -n`, Claude Code's Read: "    12→text" or "    12\ttext").
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t)")
+
+
+def _line_key(line: str) -> int:
+    return zlib.crc32(_LINE_NUMBER.sub("", line, count=1).strip().encode("utf-8", "surrogatepass"))
+
+
+def line_keys(text: str) -> set[int]:
+    """A stable 32-bit key of each non-blank line, its listing number and outer whitespace left
+    out: which lines of a file the raw text already holds, compared without keeping the lines
+    (a builder's saved state holds these keys, never the text, which may hold a secret)."""
+    return {_line_key(line) for line in text.splitlines() if line.strip()}
+
+
+def unseen_lines(text: str, seen: set[int]) -> str:
+    """The non-blank lines of `text` whose key is not in `seen`, each once, in order."""
+    out: list[str] = []
+    new: set[int] = set()
+    for line in text.splitlines():
+        if line.strip() and (key := _line_key(line)) not in seen and key not in new:
+            new.add(key)
+            out.append(line)
+    return "\n".join(out)
 
 
 def add_subagent_raw(turn: Turn, subagent_turns: list[Turn]) -> None:

@@ -37,7 +37,7 @@ from jacked.sources.metrics import compute_metrics
 from jacked.sources.model import Invocation, LlmCall, TextUnit, Turn, TurnEvent
 from jacked.sources.textclean import strip_ansi
 
-PARSER_VERSION = 2  # 2: each turn's raw text (Turn.raw_text)
+PARSER_VERSION = 3  # 2: each turn's raw text (Turn.raw_text); 3: raw-text pieces kept whole up to 150,000 chars
 MAX_TEXT_CHARS = 200_000
 
 _NUM = r"([\d.,]+[kKmM]?)"

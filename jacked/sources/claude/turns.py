@@ -23,7 +23,9 @@ from jacked.sources.briefs import (
     brief_limit,
     content_hash,
     head_and_tail,
+    line_keys,
     short,
+    unseen_lines,
 )
 from jacked.sources import decisions as dec
 from jacked.sources.metrics import compute_metrics, elapsed_ms, fill_subagent_counts
@@ -44,7 +46,7 @@ from jacked.sources.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 15  # 15: a subagent's raw text joins its starting turn's; 14: each turn's raw text (Turn.raw_text); 12: compaction runs keep their API responses (billed tokens); 13: queued messages handed over mid-turn
+PARSER_VERSION = 16  # 16: raw text keeps pieces up to 150,000 chars whole, a failed call's recorded result and the lines of a changed file not yet held; 15: a subagent's raw text joins its starting turn's; 14: each turn's raw text (Turn.raw_text); 12: compaction runs keep their API responses (billed tokens); 13: queued messages handed over mid-turn
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 MAX_CONTEXT_CHARS = 2_000  # an IDE selection kept as a turn's context
@@ -281,6 +283,9 @@ class FileBuilder:
         self.pending_backups: list[FileBackup] = []
         self.backup_keys: set[tuple[str, int]] = set()
         self.pending: dict[str, Invocation] = {}  # tool_use_id -> invocation of any turn
+        # file path -> keys of its lines the raw text holds (`briefs.line_keys`: no text), from its
+        # reads and the content before each change: a change adds only the lines not yet held
+        self.file_lines: dict[str, set[int]] = {}
         # Decisions, feedback and snapshots (jacked.sources.decisions). What a call proposed, kept
         # until its result says what the user chose (redacted before the state is stored, see
         # `_stash`): AskUserQuestion questions, ExitPlanMode plan titles, TodoWrite lists; the last
@@ -703,6 +708,32 @@ class FileBuilder:
                 return turn
         return self.cur
 
+    def _add_recorded(self, turn: Turn, inv: Invocation, tur: Any, text: str, added: str) -> None:
+        """Add to the turn's raw text the lines Claude Code's record of a result (`toolUseResult`)
+        holds beyond what the model was sent: a failed call's result as recorded ("Error: …" where
+        the model saw `<tool_use_error>…` or the bare text), and a changed file's content before the
+        change (`originalFile`; 1.0.x `originalFileContents`) — the lines of it that the session's
+        reads and earlier changes of that file did not already bring (a file changed ten times is
+        kept about once). Other fields repeat the call's input or the result's text."""
+        if isinstance(tur, str):
+            extra = unseen_lines(tur, line_keys(text)) if tur.strip() != text.strip() else ""
+            if extra:
+                add_raw(turn, extra)
+            return
+        if not isinstance(tur, dict) or not inv.file_path or inv.is_error:
+            return
+        if inv.tool_name in READ_TOOLS:
+            self.file_lines.setdefault(inv.file_path, set()).update(line_keys(added))
+            return
+        if inv.tool_name not in EDIT_TOOLS and inv.tool_name not in WRITE_TOOLS:
+            return
+        original = tur.get("originalFile", tur.get("originalFileContents"))
+        if isinstance(original, str) and original:
+            seen = self.file_lines.setdefault(inv.file_path, set())
+            extra = unseen_lines(original, seen)
+            if extra:
+                seen.update(line_keys(add_raw(turn, extra)))
+
     def _result(self, block: dict[str, Any], tur: Any, ts: Any) -> None:
         inv = self.pending.get(str(block.get("tool_use_id")))
         if inv is None:
@@ -713,7 +744,8 @@ class FileBuilder:
         text = _result_text(block.get("content"))
         owner = self._turn_of(inv)
         if owner is not None:
-            add_raw(owner, text)
+            added = add_raw(owner, text)
+            self._add_recorded(owner, inv, tur, text, added)
             self._dirty.append(owner)
         limit = brief_limit(inv.tool_name, inv.is_error)
         # A file's head identifies it; any other output ends with what matters most.

@@ -42,7 +42,7 @@ from jacked.sources.model import READ_TOOLS, Invocation, LlmCall, TextUnit, Turn
 from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_object
 
-PARSER_VERSION = 2  # 2: Turn.raw_text
+PARSER_VERSION = 3  # 2: Turn.raw_text; 3: raw-text pieces kept whole up to 150,000 chars
 MAX_TEXT_CHARS = 200_000
 DENIED = "The user denied this operation."
 # The `tool` message's name for a call -> the tool's own name (Cline's, then Roo Code's)

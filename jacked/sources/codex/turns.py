@@ -63,7 +63,7 @@ from jacked.sources.model import READ_TOOLS, SHELL_TOOLS, Invocation, LlmCall, T
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever the reconstruction changes: every Codex session is read again.
-PARSER_VERSION = 4  # 2: one compaction event when a token_count sits between its two records; 3: feedback events; 4: Turn.raw_text
+PARSER_VERSION = 5  # 2: one compaction event when a token_count sits between its two records; 3: feedback events; 4: Turn.raw_text; 5: raw-text pieces kept whole up to 150,000 chars
 # What Codex tells the model when the user declines a call (codex-rs/core/src/tools/events.rs,
 # `ToolEmitter::finish`; the orchestrator's "rejected by user" for other tools)
 REFUSED_OUTPUTS = frozenset({"exec command rejected by user", "patch rejected by user", "rejected by user"})

@@ -45,7 +45,7 @@ from jacked.sources.paths import home_dir, path_of_uri, repo_name_of, resolve_pa
 from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 2  # 2: Turn.raw_text
+PARSER_VERSION = 3  # 2: Turn.raw_text; 3: raw-text pieces kept whole up to 150,000 chars
 MAX_FILE_BYTES = 64 << 20
 MAX_TEXT_CHARS = 200_000
 NEW_SESSION_TITLE = "New Session"  # Continue's title until it names the session

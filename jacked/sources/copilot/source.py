@@ -48,7 +48,7 @@ from jacked.sources.reader import ReadResult, iter_records
 from jacked.sources.values import as_object
 from jacked.sources.textclean import strip_ansi
 
-PARSER_VERSION = 2  # 2: Turn.raw_text (VS Code's Copilot Chat sessions too)
+PARSER_VERSION = 3  # 2: Turn.raw_text (VS Code's Copilot Chat sessions too); 3: raw-text pieces kept whole up to 150,000 chars
 MAX_TEXT_CHARS = 200_000
 NOT_TYPED_SOURCES = ("skill-", "agent-", "system")
 APPROVED = frozenset({"approved", "approved-for-session", "approved-for-location"})

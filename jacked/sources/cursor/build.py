@@ -50,7 +50,7 @@ from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_count, as_object, nonblank
 
 # Bumped whenever what `build_session` returns changes: every Cursor chat is read again.
-PARSER_VERSION = 2  # 2: Turn.raw_text
+PARSER_VERSION = 3  # 2: Turn.raw_text; 3: raw-text pieces kept whole up to 150,000 chars
 
 MAX_TEXT_CHARS = 200_000
 USER, ASSISTANT = (1, "user"), (2, "ai")

@@ -52,7 +52,7 @@ from jacked.sources.model import (
 from jacked.sources.textclean import strip_ansi
 from jacked.util.time import parse_ts
 
-PARSER_VERSION = 3  # 2: refusals and interruptions as feedback events; 3: Turn.raw_text
+PARSER_VERSION = 4  # 2: refusals and interruptions as feedback events; 3: Turn.raw_text; 4: raw-text pieces kept whole up to 150,000 chars
 
 MAX_TEXT_CHARS = 200_000
 REFERENCE_CONTENT_START = "--- Content from referenced files ---"

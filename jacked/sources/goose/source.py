@@ -56,7 +56,7 @@ from jacked.sources.paths import home_dir, repo_name_of, resolve_path
 from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 3  # 2: approvals and interruptions; 3: Turn.raw_text
+PARSER_VERSION = 4  # 2: approvals and interruptions; 3: Turn.raw_text; 4: raw-text pieces kept whole up to 150,000 chars
 MAX_FILE_BYTES = 64 << 20
 MAX_TEXT_CHARS = 200_000
 DB_NAME = "sessions.db"

@@ -65,7 +65,7 @@ from jacked.sources.paths import repo_name_of
 from jacked.sources.textclean import strip_ansi
 
 # Bumped whenever what `build_session` returns changes: every opencode session is read again.
-PARSER_VERSION = 5  # 3: the cost opencode recorded per response is kept; 4: feedback events; 5: Turn.raw_text
+PARSER_VERSION = 6  # 3: the cost opencode recorded per response is kept; 4: feedback events; 5: Turn.raw_text; 6: raw-text pieces kept whole up to 150,000 chars
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish", "patch", "snapshot", "file",

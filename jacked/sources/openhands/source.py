@@ -51,7 +51,7 @@ from jacked.sources.paths import home_dir, repo_name_of
 from jacked.sources.textclean import strip_ansi
 from jacked.sources.values import as_count, as_object, nonblank
 
-PARSER_VERSION = 3  # 3: Turn.raw_text
+PARSER_VERSION = 4  # 3: Turn.raw_text; 4: raw-text pieces kept whole up to 150,000 chars
 MAX_EVENT_BYTES = 32 << 20
 MAX_TEXT_CHARS = 200_000
 NOT_CALLS = frozenset({"message", "finish", "system", "start", "recall", "condensation", "condensation_request",
