@@ -6,6 +6,7 @@ onto themselves in a private mount namespace (`unshare -m`); the test skips when
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -55,7 +56,13 @@ def site(tmp_path_factory: pytest.TempPathFactory, dense_embedder: Any) -> tuple
     config = claude / "jacked.json"
     config.write_text(json.dumps({"jacked_home": str(home), "user_name": "ada"}))
     config.chmod(0o600)
-    assert Indexer(load_settings(claude)).backfill().errors == []
+    indexer = Indexer(load_settings(claude))
+    assert indexer.backfill().errors == []
+    # As when a backfill's process ends: the archive manifest's last connection closes and takes its
+    # -wal and -shm with it, which a read-only home cannot make again (`sqlite3` then needs `immutable`).
+    del indexer
+    gc.collect()
+    assert (home / "archive" / "manifest.db").exists() and not (home / "archive" / "manifest.db-shm").exists()
     # A transcript written after the backfill: a read-only home neither catalogs nor archives it.
     shutil.copytree(REAL / "projects" / LATER, claude / "projects" / LATER)
     return claude, home

@@ -205,7 +205,7 @@ _NO_SESSION_KEYS: dict[str, Any] = {"repo_name": None, "session_started_at": Non
                                      "agent": None}
 
 
-def _connect_read_only(path: Path) -> sqlite3.Connection:
+def connect_read_only(path: Path) -> sqlite3.Connection:
     """`path` opened read-only. WAL mode needs the -shm file: where it is missing and cannot be
     made, `immutable=1` opens it (then nothing can be in a -wal either: the last close removes both)."""
     uri = "file:" + urllib.parse.quote(str(path))
@@ -232,7 +232,7 @@ class Catalog:
         #: A read-only JACKED_HOME: the catalog is read as it is, never written (nor migrated).
         self.read_only = not in_memory and read_only_dir(path.parent)
         if self.read_only:
-            self.db = _connect_read_only(path)
+            self.db = connect_read_only(path)
             self.db.row_factory = sqlite3.Row
             return
         if not in_memory:

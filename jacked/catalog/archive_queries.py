@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from jacked.catalog import rows_in
+from jacked.catalog import connect_read_only, rows_in
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -26,8 +26,14 @@ CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id);
 """
 
 
-def open_manifest(path: Path) -> sqlite3.Connection:
-    """Open (creating the table if missing) the manifest at `path`: autocommit, WAL, rows by name."""
+def open_manifest(path: Path, read_only: bool = False) -> sqlite3.Connection:
+    """Open (creating the table if missing) the manifest at `path`: autocommit, WAL, rows by name.
+    `read_only` (a read-only JACKED_HOME): read as it is; a WAL file whose -shm went with its last
+    writer cannot be opened the usual way there."""
+    if read_only:
+        db = connect_read_only(path)
+        db.row_factory = sqlite3.Row
+        return db
     db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA journal_mode=WAL")

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from jacked.catalog import archive_queries, forget_queries, scan_state
 from jacked.ingest.reading import ScanReport, SessionReader
-from jacked.util.fs import atomic_output
+from jacked.util.fs import atomic_output, read_only_dir
 from jacked.util.lookup import Lookup
 
 if TYPE_CHECKING:
@@ -151,8 +151,11 @@ class Archive:
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
-            _mkdir_private(self.root)
             path = self.root / "manifest.db"
+            if path.exists() and read_only_dir(self.root):
+                self._db = archive_queries.open_manifest(path, read_only=True)
+                return self._db
+            _mkdir_private(self.root)
             fresh = not path.exists()
             self._db = archive_queries.open_manifest(path)
             if fresh:
