@@ -220,3 +220,27 @@ def test_real_fixture_sessions_are_found(dense_embedder: Any, tmp_path: Path) ->
     assert res["results"][0]["session_id"].startswith("ef958aa1")
     hybrid_detail = search_many(settings, ["WebSearch"], SearchOptions(limit=3))[0]["results"]
     assert any(r["session_id"].startswith("2b4ed4c0") for r in hybrid_detail)
+
+
+def test_raw_text_phrase_search_around_its_word_finds_what_a_full_scan_finds() -> None:
+    """The verbatim check over raw text looks for a phrase only around its longest word: the same
+    first match as a regex scan of the whole text, lookarounds judged on the whole text."""
+    import re
+
+    from jacked.query.search import _phrase_patterns, _search_around
+
+    (word, pattern), = _phrase_patterns(["error: cannot find module"])
+    loose = re.compile(pattern.pattern.replace(re.escape(" "), r"\s+"))
+    texts = [
+        "x" * 50_000 + "\nerror: cannot  find\n module 'a'" + "y" * 50_000,  # whitespace as written
+        "error: cannot find modules\n" * 3 + "error: cannot find module",  # only the last is whole
+        "preerror: cannot find module",  # inside a word: no match
+        "nothing here",
+    ]
+    for text in texts:
+        slow, fast = loose.search(text), _search_around(text, word, loose)
+        assert (slow and (slow.start(), slow.end())) == (fast and (fast.start(), fast.end())), text[-60:]
+    # Its limit: a run of whitespace longer than the reach is layout, not a phrase typed again.
+    gap = "error: cannot find" + " " * 2000 + "module"
+    assert loose.search(gap) is not None and _search_around(gap, word, loose) is None
+    assert _search_around(texts[1], word, loose).start() == len("error: cannot find modules\n") * 3  # type: ignore[union-attr]

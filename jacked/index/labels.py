@@ -50,11 +50,17 @@ def _chunk(text: str) -> str:
         text = _CHUNK_SUBAGENT_COLON.sub(r"\1 ", text[len("subagent "):], count=1)
     elif text.startswith(CHUNK_PROMPT):
         text = text[len(CHUNK_PROMPT):]
-    return _PLACEHOLDERS.sub("", _TOOL_ERROR.sub(r"\1: ", text))
+    if " (error): " in text:
+        text = _TOOL_ERROR.sub(r"\1: ", text)
+    return _prompt(text)
 
 
 def _prompt(text: str) -> str:
-    return _PLACEHOLDERS.sub("", text)
+    # The regex tries every position of a 3,000-character chunk, and a search reads dozens of them:
+    # the plain `in` tests (each alternative's fixed part) pass over a text without any mark at once.
+    if "…" in text or "[image]" in text or "tool_reference " in text:
+        return _PLACEHOLDERS.sub("", text)
+    return text
 
 
 def _summary(text: str) -> str:

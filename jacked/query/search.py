@@ -143,6 +143,23 @@ def _found_at(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> int | N
     return found[0].start() if all(found) else None  # type: ignore[union-attr]  # all() checked every match
 
 
+def _search_around(text: str, word: str, pattern: re.Pattern[str]) -> re.Match[str] | None:
+    """`pattern.search(text)`, looked for only around the places that hold `word`, a word every match
+    holds: a raw text runs to 200,000 characters, and `str.find` passes over them many times faster
+    than the regex. A match found in a window is checked again on the whole text (its lookarounds)."""
+    reach = 4 * len(pattern.pattern) + 256  # the most a match can stretch on either side of the word
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word) + reach
+        m = pattern.search(text, max(0, at - reach), end)
+        while m is not None:
+            if (whole := pattern.match(text, m.start())) is not None:
+                return whole
+            m = pattern.search(text, m.start() + 1, end)
+        at = text.find(word, at + 1)
+    return None
+
+
 @dataclass
 class _Session:
     """A session's candidate points from both legs."""
@@ -302,7 +319,7 @@ class Searcher:
             if sid in found:
                 continue
             low = text.lower()
-            matches = [pat.search(low) for pat in loose]
+            matches = [_search_around(low, word, pat) for (word, _), pat in zip(patterns, loose, strict=True)]
             if all(matches):
                 at = matches[0].start()  # type: ignore[union-attr]  # all() checked every match
                 start = text.rfind(" ", 0, max(0, at - RAW_SHOWN_BEFORE)) + 1
