@@ -117,21 +117,22 @@ def test_the_child_optimises_while_this_process_keeps_running(store: EdgeStore, 
     assert not store.upkeep_due()
 
 
+def _kill_mid_run(store: EdgeStore, pids: list[int]) -> None:
+    """Kill the store's optimising child once it runs (its pid into `pids`)."""
+    assert _wait(lambda: store.optimizing)
+    pid = store.optimizing["pid"]  # type: ignore[index]
+    pids.append(pid)
+    # Stopped at once, so that it cannot finish first however fast the machine, then killed
+    # a second later: the optimisation did not complete, wherever the child was.
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGKILL)
+
+
 def test_a_child_killed_mid_run_leaves_the_shard_usable(store: EdgeStore, points: list[Point]) -> None:
     pids: list[int] = []
-
-    def kill_mid_run() -> None:
-        assert _wait(lambda: store.optimizing)
-        pid = store.optimizing["pid"]  # type: ignore[index]
-        pids.append(pid)
-        # Stopped at once, so that it cannot finish first however fast the machine, then killed
-        # a second later: the optimisation did not complete, wherever the child was.
-        os.kill(pid, signal.SIGSTOP)
-        time.sleep(1.0)
-        os.kill(pid, signal.SIGKILL)
-
     store._upkeep["reoptimize"] = True  # what a writer finds due
-    killer = threading.Thread(target=kill_mid_run)
+    killer = threading.Thread(target=_kill_mid_run, args=(store, pids))
     killer.start()
     store.optimize()  # returns, having loaded the shard again
     killer.join()
@@ -149,11 +150,13 @@ def test_a_child_killed_mid_run_leaves_the_shard_usable(store: EdgeStore, points
 def test_a_reopened_shard_after_a_killed_child_holds_every_point(tmp_path: Path, points: list[Point]) -> None:
     st = EdgeStore(tmp_path / "index", optimize_in_child=True).open("test-model", DIMS)
     st.upsert(points)
-    killer = threading.Thread(target=lambda: (_wait(lambda: st.optimizing), time.sleep(1.0),
-                                              os.kill(st.optimizing["pid"], signal.SIGKILL)))  # type: ignore[index]
+    pids: list[int] = []
+    # Killed mid-run, not after: a child that finished first would test nothing (it used to, on a fast run).
+    killer = threading.Thread(target=_kill_mid_run, args=(st, pids))
     killer.start()
     st.optimize()
     killer.join()
+    assert pids and not _alive(pids[0])
     st.close()
     again = EdgeStore(tmp_path / "index").open("test-model", DIMS)
     try:
