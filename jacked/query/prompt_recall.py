@@ -255,7 +255,12 @@ def _verbatim_match(result: dict[str, Any]) -> bool:
     `for fname in fnames`) is in every session that touched that code, down to a listing of it in a
     tool's output; only the session the prompt is about also holds the rest of its words. Not
     `medium`: the phrase's own words already give a session holding it half the coverage."""
-    return bool(result.get("exact")) and result.get("words_confidence", result.get("confidence")) == "high"
+    return bool(result.get("exact")) and _words_grade(result) == "high"
+
+
+def _words_grade(result: dict[str, Any]) -> str | None:
+    """The result's grade by its words and meaning alone, a verbatim match left out."""
+    return result.get("words_confidence", result.get("confidence"))
 
 
 def _last_session(works: list[dict[str, Any]], now: datetime) -> str | None:
@@ -269,8 +274,7 @@ def _last_session(works: list[dict[str, Any]], now: datetime) -> str | None:
 def _carries_on(result: dict[str, Any]) -> bool:
     """The search's best session is one the prompt is about: graded at least `medium` by its words and
     meaning, and leading the fusion by a clear share (an incidental match of a new task scores lower)."""
-    return (result.get("words_confidence", result.get("confidence")) in ("high", "medium")
-            and float(result.get("score") or 0.0) >= CONTINUE_MIN_SCORE)
+    return _words_grade(result) in ("high", "medium") and float(result.get("score") or 0.0) >= CONTINUE_MIN_SCORE
 
 
 def _recent_works(recent: RecentFn | None, repo: str | None, session_id: str | None,
