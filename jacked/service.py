@@ -392,8 +392,10 @@ class Jacked:
             # A prompt's time words cue a follow-up, they are no date range: "the bug we fixed
             # yesterday" typed on a Monday means Friday's session, and a window that misses it
             # hides the one session the prompt is about.
-            opts = SearchOptions(repo=in_repo, limit=limit, current_repo=repo, time_words=False,
-                                 now=parse_ts(until) if until else None)
+            # The index as it stood then: neither later sessions nor the current one's later turns
+            # (which hold the very prompt) take part, nor set the scale the scores are read on.
+            then = parse_ts(until) if until else None
+            opts = SearchOptions(repo=in_repo, limit=limit, current_repo=repo, time_words=False, now=then, as_of=then)
             return self.search(query, opts)["results"]
 
         def opens_session() -> bool:

@@ -271,20 +271,39 @@ def test_code_few_sessions_hold_in_a_short_history_stays_silent(aider_indexed: t
     assert said["sessions"] == [], said
 
 
-def test_a_prompt_carrying_on_the_last_session_gets_it(aider_indexed: tuple[Settings, Path]) -> None:
-    """No follow-up words, no verbatim phrase: the repo's last session, ended minutes ago, is what the
-    search ranks first by a clear share, so it speaks; an unrelated prompt, or the same one typed
-    once that session lies hours back, stays silent."""
-    from jacked.query.prompt_recall import CONTINUE_HOURS
+def test_a_prompt_about_the_latest_work_gets_it(aider_indexed: tuple[Settings, Path]) -> None:
+    """No follow-up words, no verbatim phrase: the repo's latest session, ended minutes ago, is what
+    the search ranks first and is sure of by the prompt's words, so it speaks; an unrelated prompt, or
+    the same one typed once that session lies a day back, stays silent."""
+    from jacked.query.prompt_recall import RECENT_HOURS
 
     settings, repo = aider_indexed
     refactor = _aider_session(repo, "2024-08-21 13:11:44")  # moved the shell commands into a method
     prompt = "the method that runs the shell commands should print each command before it runs it"
     said = _recall(settings, prompt, cwd=str(repo), session_id="new", until="2024-08-21T13:40:00.000Z")
-    assert said["sessions"] == [refactor] and said["reason"] == "carries on the last session", said
+    assert said["sessions"] == [refactor] and said["reason"] == "about its latest work", said
     said = _recall(settings, "write a haiku about autumn leaves falling", cwd=str(repo), session_id="new",
                    until="2024-08-21T13:40:00.000Z")
     assert said["sessions"] == [], said
-    later = f"2024-08-21T{13 + CONTINUE_HOURS + 1}:40:00.000Z"  # the 15:14 sessions hold no request
+    later = f"2024-08-{21 + RECENT_HOURS // 24 + 1}T13:40:00.000Z"
     said = _recall(settings, prompt, cwd=str(repo), session_id="new", until=later)
     assert refactor not in said["sessions"], said
+
+
+def test_a_replayed_prompt_searches_the_index_as_it_stood_then(indexed: Settings) -> None:
+    """`as_of` (set by a replay's `until`) leaves out every text written at or after it: later
+    sessions neither show nor set the scale the scores are read on."""
+    from jacked.query.options import SearchOptions
+    from jacked.util.time import parse_ts
+
+    query = "what are the tools that are available to you"
+    with _service(indexed) as svc:
+        today = svc.search(query, SearchOptions(limit=10))["results"]
+        then = parse_ts("2026-01-23T17:25:00.000Z")  # after FIRST and REPEAT, before TOOLS began
+        back = svc.search(query, SearchOptions(limit=10, as_of=then))["results"]
+    score_today = {r["session_id"]: r["score"] for r in today}
+    assert today[0]["session_id"] == TOOLS
+    assert back and TOOLS not in {r["session_id"] for r in back}
+    # the best of what was there leads the scale: it scores more than beside the later session
+    best = back[0]["session_id"]
+    assert best in (FIRST, REPEAT) and back[0]["score"] > score_today[best], (back[0], score_today)

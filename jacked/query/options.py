@@ -36,6 +36,8 @@ class SearchOptions:
     weights: dict[str, float] = field(default_factory=dict)
     # Time words of the query ("last week", "yesterday") are a date range; off, they are words.
     time_words: bool = True
+    # The index as it stood then: texts written at or after it are left out (replaying a history).
+    as_of: datetime | None = None
 
     def filter_values(self) -> dict[str, Any]:
         """Every filter of jacked.query.filters given a value, by name (`filters` over the fields)."""

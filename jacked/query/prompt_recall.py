@@ -5,9 +5,10 @@ A prompt gets context only when it (a) refers to earlier work in words ("like we
 a session of this repo for it with at least medium confidence, or (b) holds a phrase of some length
 that a past session of this repo holds verbatim (an error line, a quoted string, an identifier) and
 that is about the prompt by its other words too, or (c) repeats a recent request or names code few
-recent sessions hold, or (d) carries on the repo's last session, ended a few hours ago at most, which
-the search ranks first by a clear share. A session of another repo comes only from a verbatim match (a quoted phrase,
-an identifier, an error line). The current
+recent sessions hold, or (d) is about the repo's latest session (of the last day): the search ranks it
+first and is sure of it by the prompt's words and meaning alone. A session of another repo comes only from a
+verbatim match of several words (a quoted sentence, an error line; one name is in every repo that
+uses it). The current
 session is never offered back. Silence is the default: a memory that speaks on every prompt costs
 tokens for nothing and teaches the agent to ignore it.
 """
@@ -60,9 +61,10 @@ OPENING_FOLLOW_UP = re.compile(r"^\W*(?:(?:and|now|then|ok|okay),? )?also\b", re
 # Hook input that is not a typed request: slash commands, shell escapes and their output.
 _NOT_A_REQUEST = re.compile(r"^\s*(?:/[\w:-]+(?:\s|$)|<(?:bash|local-command|command)-)")
 MIN_WORDS = 3
-# A verbatim match speaks without follow-up words (or from another repo) only for a phrase this
-# long: a quoted `uv` or `-p` is in every repo.
+# A verbatim match speaks without follow-up words only for a phrase this long: a quoted `uv` or
+# `-p` is in every repo; from another repo only for one of this many words or more.
 VERBATIM_MIN_CHARS = 12
+ELSEWHERE_MIN_WORDS = 2
 # Cues beyond words, tuned on half the labelled Aider history and checked on the other half
 # (docs/performance.md): the sessions of the repo active in the last RECENT_HOURS (at most
 # RECENT_SESSIONS), a prompt that repeats one of their requests (the share of words in common), and
@@ -73,11 +75,11 @@ REPEAT_MIN_WORDS = 4
 REPEAT_MIN_SHARE = 0.5
 CODE_MIN_WEIGHT = 4.0
 CODE_SESSIONS = 2
-# A prompt that carries on the repo's last session (ended under CONTINUE_HOURS ago): spoken for only
-# when the search ranks that very session first, at least `medium` and with at least this share of
-# the relevance (chosen on the labelled histories before the blind sets of session 25 were read).
-CONTINUE_HOURS = 3
-CONTINUE_MIN_SCORE = 0.45
+# A prompt about the repo's latest session (LATEST_SESSIONS of them, of the last RECENT_HOURS): spoken
+# for when the search ranks it first and grades it `high` by words and meaning alone; no score
+# threshold, the best session's score is about 1 (chosen on the labelled histories replayed as the
+# index stood then, docs/performance.md).
+LATEST_SESSIONS = 1
 
 SearchFn = Callable[[str, str | None], list[dict[str, Any]]]
 # `recent(repo, until)`: what the repo's recent sessions worked on (catalog.retrieve_queries.recent_work).
@@ -180,12 +182,13 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
         return silent("not a typed request")
     now = now or (parse_ts(until) if until else None) or now_utc()
     cue = refers_to_earlier_work(text) or bool(opens and OPENING_FOLLOW_UP.match(text) and opens())
-    verbatim = any(len(p) >= VERBATIM_MIN_CHARS for p in exact_phrases(text[:QUERY_CHARS]))
+    phrases = [p for p in exact_phrases(text[:QUERY_CHARS]) if len(p) >= VERBATIM_MIN_CHARS]
+    verbatim = bool(phrases)
     works = _recent_works(recent, repo, session_id, now)
     named = _named_work(text, works)
-    last = _last_session(works, now)
-    if not (cue or verbatim or named or last):
-        return silent("no follow-up words, no verbatim phrase, no recent work it names")
+    latest = [w["session_id"] for w in works[:LATEST_SESSIONS]]
+    if not (cue or verbatim or named or latest):
+        return silent("no follow-up words, no verbatim phrase, no recent work")
 
     def candidates(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The results minus the current session and sessions after `until`; a result that is the
@@ -204,12 +207,12 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
 
     query = text[:QUERY_CHARS]
     chosen: list[dict[str, Any]] = list(named)
-    continued = False
-    if repo and (cue or verbatim or last):
+    about_latest = False
+    if repo:
         found = candidates(search(query, repo))
-        if found and found[0]["session_id"] == last and _carries_on(found[0]):
+        if found and found[0]["session_id"] in latest and _words_grade(found[0]) == "high":
             chosen.append(found[0])
-            continued = True
+            about_latest = True
         # Follow-up words: the search's own grade decides; without them only a verbatim match speaks.
         said = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else
                                      verbatim and _verbatim_match(r))]
@@ -217,7 +220,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
         # tokens for a session the prompt is not about.
         chosen += [r for i, r in enumerate(said) if i == 0 or r.get("exact") or r.get("confidence") == "high"]
     chosen = _unique(chosen)[:MAX_SESSIONS]
-    if verbatim and len(chosen) < MAX_SESSIONS:
+    if any(len(p.split()) >= ELSEWHERE_MIN_WORDS for p in phrases) and len(chosen) < MAX_SESSIONS:
         seen = {r["session_id"] for r in chosen}
         elsewhere = [r for r in candidates(search(query, None))
                      if _verbatim_match(r) and r.get("repo_name") != repo and r["session_id"] not in seen]
@@ -225,7 +228,7 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if not chosen:
         return silent("follow-up words, no matching session" if cue else "no matching session")
     reason = ("follow-up words" if cue else "verbatim match" if any(r.get("exact") for r in chosen)
-              else "names recent work" if named else "carries on the last session" if continued else "recent work")
+              else "names recent work" if named else "about its latest work" if about_latest else "recent work")
 
     head = ("jacked memory: past sessions this prompt may refer to "
             "(load one with `jacked retrieve <id>`):")
@@ -261,20 +264,6 @@ def _verbatim_match(result: dict[str, Any]) -> bool:
 def _words_grade(result: dict[str, Any]) -> str | None:
     """The result's grade by its words and meaning alone, a verbatim match left out."""
     return result.get("words_confidence", result.get("confidence"))
-
-
-def _last_session(works: list[dict[str, Any]], now: datetime) -> str | None:
-    """The repo's last session (`works` are newest first) when it ended under CONTINUE_HOURS ago."""
-    if not works:
-        return None
-    ended = parse_ts(works[0].get("ended_at") or works[0].get("started_at"))
-    return works[0]["session_id"] if ended and now - ended <= timedelta(hours=CONTINUE_HOURS) else None
-
-
-def _carries_on(result: dict[str, Any]) -> bool:
-    """The search's best session is one the prompt is about: graded at least `medium` by its words and
-    meaning, and leading the fusion by a clear share (an incidental match of a new task scores lower)."""
-    return _words_grade(result) in ("high", "medium") and float(result.get("score") or 0.0) >= CONTINUE_MIN_SCORE
 
 
 def _recent_works(recent: RecentFn | None, repo: str | None, session_id: str | None,

@@ -201,6 +201,8 @@ class Searcher:
         if opts.mine:
             values["user"] = self.settings.user_name
         extra = filter_conditions(values, now)
+        if opts.as_of is not None:
+            extra.append(("lt", TS_FIELD, opts.as_of.timestamp()))
         # Time words ("last week", "in March") are the date range the user means, in the local
         # zone, unless a date filter is given explicitly; the legs then search the other words.
         when = find_time_phrase(q, now.astimezone()) if opts.time_words else None
