@@ -301,6 +301,9 @@ def test_a_replayed_prompt_searches_the_index_as_it_stood_then(indexed: Settings
         today = svc.search(query, SearchOptions(limit=10))["results"]
         then = parse_ts("2026-01-23T17:25:00.000Z")  # after FIRST and REPEAT, before TOOLS began
         back = svc.search(query, SearchOptions(limit=10, as_of=then))["results"]
+        # the verbatim check of turns' raw text reads only the turns begun before then
+        assert svc.catalog.raw_texts_of([FIRST], "WebSearch")
+        assert svc.catalog.raw_texts_of([FIRST], "WebSearch", before="2026-01-23T17:13:00.000Z") == []
     score_today = {r["session_id"]: r["score"] for r in today}
     assert today[0]["session_id"] == TOOLS
     assert back and TOOLS not in {r["session_id"] for r in back}

@@ -566,18 +566,21 @@ class Catalog:
         """turn index → the turn's raw text (`Turn.raw_text`)."""
         return dict(self.db.execute("SELECT turn_index, text FROM turn_texts WHERE session_id = ?", (session_id,)))
 
-    def raw_texts_of(self, session_ids: Sequence[str], containing: str) -> list[tuple[str, int, str]]:
+    def raw_texts_of(self, session_ids: Sequence[str], containing: str,
+                     before: str | None = None) -> list[tuple[str, int, str]]:
         """(session, turn index, text) of those sessions' own turns (not the ones a resume or fork
         repeats from another session) whose prompt or raw text holds `containing` (ASCII letters
         in any case): SQLite finds them without handing every text over. Prompts first (they are
-        short); a prompt counts too, since a traceback the user pasted names what they search for."""
+        short); a prompt counts too, since a traceback the user pasted names what they search for.
+        `before` (an ISO time): only turns started before it (the index as it stood then)."""
         like = "%" + containing.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        own = "t.session_id IN (?*) AND t.repeat_of IS NULL"
+        own = "t.session_id IN (?*) AND t.repeat_of IS NULL" + (" AND t.started_at < ?" if before else "")
+        after = [before, like] if before else [like]
         prompts = rows_in(self.db, f"SELECT t.session_id, t.turn_index, t.prompt FROM turns t WHERE {own} "
-                                   "AND t.prompt LIKE ? ESCAPE '\\'", session_ids, after=[like], tuples=True)
+                                   "AND t.prompt LIKE ? ESCAPE '\\'", session_ids, after=after, tuples=True)
         raw = rows_in(self.db, "SELECT x.session_id, x.turn_index, x.text FROM turn_texts x JOIN turns t "
                                f"ON t.session_id = x.session_id AND t.turn_index = x.turn_index WHERE {own} "
-                               "AND x.text LIKE ? ESCAPE '\\'", session_ids, after=[like], tuples=True)
+                               "AND x.text LIKE ? ESCAPE '\\'", session_ids, after=after, tuples=True)
         return [(r[0], r[1], r[2]) for rows in (prompts, raw) for r in rows]
 
     def subagent_rows(self, session_id: str) -> list[dict[str, Any]]:

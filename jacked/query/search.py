@@ -24,7 +24,7 @@ import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from jacked.catalog.index_state import PENDING
@@ -243,7 +243,7 @@ class Searcher:
         # A turn's raw text is indexed as its `chunk` points, of the main chain.
         raw_searched = (copied and not opts.agent_type
                         and all(not types or "chunk" in types for types in (opts.content_types(), opts.types)))
-        raw_exact = self._raw_exact(lexical_hits, keys, exact, _phrase_patterns(copied)) if raw_searched else {}
+        raw_exact = self._raw_exact(lexical_hits, keys, exact, _phrase_patterns(copied), opts.as_of) if raw_searched else {}
         coverage = self._coverage(lexical_hits[:COVERAGE_HITS], sparse_vec)
         dense_hits, _ = self.store.search_each(dense_vec.result(), None, flt, limit=CANDIDATES, fields=[])
         keys.update(self._point_keys([i for i in dict.fromkeys(h.id for h in dense_hits) if i not in keys]))
@@ -304,7 +304,8 @@ class Searcher:
         return found
 
     def _raw_exact(self, lexical_hits: list[Any], keys: dict[str, dict[str, Any]], exact: dict[str, int],
-                   patterns: list[tuple[str, re.Pattern[str]]]) -> dict[str, tuple[int, str, int]]:
+                   patterns: list[tuple[str, re.Pattern[str]]],
+                   as_of: datetime | None = None) -> dict[str, tuple[int, str, int]]:
         """session → (turn index, excerpt, where the match starts in it) for the sessions among the
         lexical leg's that hold copied text in a turn's raw text, when no point of theirs already
         showed it verbatim."""
@@ -317,7 +318,8 @@ class Searcher:
         probe = max((probe for probe, _ in patterns), key=len)
         # Raw texts are long: matched as written (any whitespace between words), not folded first.
         loose = [re.compile(pat.pattern.replace(re.escape(" "), r"\s+")) for _, pat in patterns]
-        for sid, turn_index, text in self.catalog.raw_texts_of(order, probe):
+        before = as_of.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" if as_of else None
+        for sid, turn_index, text in self.catalog.raw_texts_of(order, probe, before):
             if sid in found:
                 continue
             low = text.lower()
