@@ -143,6 +143,11 @@ def test_another_repo_only_on_a_verbatim_match(indexed: Settings) -> None:
     said = _recall(indexed, 'where did I see "can make use of WebSearch and Task tool" before?', cwd=elsewhere)
     assert set(said["sessions"]) & {FIRST, REPEAT}
     assert "repo claude_p" in said["text"]
+    # one name, however long, is in every repo that uses it: no session of another repo for it
+    # (in claude_p itself the same prompt gets TOOLS: the verbatim-name test below)
+    said = _recall(indexed, "what are the tools that are available to you, `AskUserQuestion` included?",
+                   cwd=elsewhere, session_id="new")
+    assert said["sessions"] == [], said
 
 
 def test_a_verbatim_name_speaks_only_for_a_session_about_the_prompt(indexed: Settings) -> None:

@@ -5,12 +5,11 @@ A prompt gets context only when it (a) refers to earlier work in words ("like we
 a session of this repo for it with at least medium confidence, or (b) holds a phrase of some length
 that a past session of this repo holds verbatim (an error line, a quoted string, an identifier) and
 that is about the prompt by its other words too, or (c) repeats a recent request or names code few
-recent sessions hold, or (d) is about the repo's latest session (of the last day): the search ranks it
-first and is sure of it by the prompt's words and meaning alone. A session of another repo comes only from a
-verbatim match of several words (a quoted sentence, an error line; one name is in every repo that
-uses it). The current
-session is never offered back. Silence is the default: a memory that speaks on every prompt costs
-tokens for nothing and teaches the agent to ignore it.
+recent sessions hold, or (d) is about the repo's latest session (of the last day): the search ranks
+it first and is sure of it by the prompt's words and meaning alone. A session of another repo comes
+only from a verbatim match of several words (a quoted sentence, an error line; one name is in every
+repo that uses it). The current session is never offered back. Silence is the default: a memory
+that speaks on every prompt costs tokens for nothing and teaches the agent to ignore it.
 """
 from __future__ import annotations
 
