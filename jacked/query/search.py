@@ -24,7 +24,7 @@ import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from jacked.catalog.index_state import PENDING
@@ -34,7 +34,7 @@ from jacked.query.filters import conditions as filter_conditions
 from jacked.query.options import SearchError, SearchOptions
 from jacked.query.options import current_repo_name as current_repo_name  # re-exported: its users import it from here
 from jacked.query.timephrase import find_time_phrase
-from jacked.util.time import age_days, now_utc, relative_age
+from jacked.util.time import age_days, catalog_iso, now_utc, relative_age
 
 MAX_QUERY_CHARS = 2000
 CANDIDATES = 150  # points each leg (dense, BM25) brings to the session fusion
@@ -318,7 +318,7 @@ class Searcher:
         probe = max((probe for probe, _ in patterns), key=len)
         # Raw texts are long: matched as written (any whitespace between words), not folded first.
         loose = [re.compile(pat.pattern.replace(re.escape(" "), r"\s+")) for _, pat in patterns]
-        before = as_of.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" if as_of else None
+        before = catalog_iso(as_of) if as_of else None
         for sid, turn_index, text in self.catalog.raw_texts_of(order, probe, before):
             if sid in found:
                 continue

@@ -11,6 +11,12 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
+def catalog_iso(dt: datetime) -> str:
+    """`dt` as the catalog's UTC `...Z` ISO form to the millisecond, so string comparison is time comparison."""
+    dt = dt.astimezone(UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
 def parse_ts(ts: str | None) -> datetime | None:
     """An ISO-8601 timestamp as an aware datetime (UTC when it names no zone), or None."""
     if not ts:
@@ -84,8 +90,7 @@ def iso_utc(value: str | None, now: datetime | None = None, option: str = "--sin
     """A `parse_since` value as an ISO string comparable with the catalog's UTC `...Z` timestamps."""
     if not value:
         return None
-    dt = parse_since(value, now, option).astimezone(UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    return catalog_iso(parse_since(value, now, option))
 
 
 def time_bound(value: str, option: str, end_of_day: bool = False) -> str:
@@ -96,7 +101,7 @@ def time_bound(value: str, option: str, end_of_day: bool = False) -> str:
     dt = parse_since(v, option=option)
     if end_of_day and len(v) == 10:
         dt = dt.replace(hour=23, minute=59, second=59, microsecond=999000)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    return catalog_iso(dt)
 
 
 def epoch(ts: str | None) -> float | None:

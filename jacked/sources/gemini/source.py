@@ -26,7 +26,6 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ from jacked.sources.metrics import compute_metrics, fill_subagent_counts
 from jacked.sources.model import Session, Subagent, TextUnit, Turn
 from jacked.sources.paths import repo_name_of
 from jacked.sources.textclean import strip_ansi
-from jacked.util.time import parse_ts
+from jacked.util.time import catalog_iso, parse_ts
 
 CHAT_SUFFIXES = (".json", ".jsonl")
 LOGS_FILE = "logs.json"
@@ -85,7 +84,7 @@ def _iso(ts: Any) -> str | None:
     dt = parse_ts(ts)
     if dt is None:
         return None
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return catalog_iso(dt)
 
 
 def load_logs(path: Path) -> dict[str, list[dict[str, Any]]]:

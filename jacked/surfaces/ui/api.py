@@ -32,7 +32,7 @@ from jacked.errors import JackedError
 from jacked.query.history import SessionNotFound, resolve_session, session_summary, turns_json, with_usage
 from jacked.query.prices import PriceTable
 from jacked.service import Jacked
-from jacked.util.time import TimeParseError, now_utc, parse_since, parse_ts, relative_age
+from jacked.util.time import TimeParseError, catalog_iso, now_utc, parse_since, parse_ts, relative_age
 
 if TYPE_CHECKING:  # the answers' published shapes (jacked.schema)
     from jacked.schema.answers import DayActivity, StatsAnswer, TurnsAnswer
@@ -92,11 +92,6 @@ def _list(raw: Any) -> list[str]:
     return [str(x).strip() for x in items if str(x).strip()]
 
 
-def _iso(dt: Any) -> str:
-    """A datetime as the catalog's `...Z` ISO form, so string comparison is time comparison."""
-    return dt.astimezone(now_utc().tzinfo).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
-
-
 def _date_bound(value: str | None, name: str, end_of_day: bool = False) -> str | None:
     """`7d`, `2w`, a date or a date-time → an ISO bound; a bare `until` date includes that day.
 
@@ -110,7 +105,7 @@ def _date_bound(value: str | None, name: str, end_of_day: bool = False) -> str |
         dt = parse_since(v)
         if end_of_day and len(v) == 10:  # a bare date: the whole day is in
             dt = dt.replace(hour=23, minute=59, second=59, microsecond=999000)
-        return _iso(dt)
+        return catalog_iso(dt)
     except TimeParseError as e:
         raise ApiError(400, f"{name}: {e}") from None
     except (OverflowError, ValueError):
