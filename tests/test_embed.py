@@ -479,6 +479,23 @@ def test_split_to_window_packs_parts_greedily_tokenizing_each_once(dense_embedde
     assert sum(map(len, tokenized)) <= 3 * len(text)
 
 
+def test_split_to_window_ends_when_parts_join_past_their_sum() -> None:
+    """A SentencePiece tokenizer (Llama's, multilingual-e5's) counts more for joined parts than
+    for the parts alone: the line break is a token of its own. Packed by their sum, a piece could
+    be over the window; splitting it again gave back the same piece until the recursion limit."""
+    from jacked.index.extract import split_to_window
+
+    def count(t: str) -> int:  # a word each, and the line breaks
+        return len(t.split()) + t.count("\n")
+
+    window = 40
+    text = "\n".join(" ".join(["shard"] * (1 + i % 5)) for i in range(300))
+    pieces = split_to_window(text, count, window)
+    assert all(count(p) <= window for p in pieces)
+    assert "\n".join(pieces) == text  # nothing lost, nothing reordered
+    assert len(pieces) <= 2 * count(text) // window  # still packed: within twice the fewest, not a line each
+
+
 def test_documents_counted_in_one_batch_per_session_are_the_same(dense_embedder: DenseEmbedder,
                                                                   tmp_path: Path) -> None:
     """On the real fixtures: an extractor given the batch counter makes exactly the documents the

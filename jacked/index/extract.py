@@ -82,7 +82,6 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
         return []
     if _fits(text, count, window):
         return [text]
-    pieces: list[str] = []
     splitters: tuple[Callable[[str], list[str]], ...] = (lambda t: t.split("\n"), _SENTENCE.split, lambda t: t.split(" "))
     for level, splitter in enumerate(splitters):  # noqa: B007  # read after the break
         parts = [p for p in splitter(text) if p.strip()]
@@ -97,21 +96,33 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
     # piece once per part added (quadratic; most of a backfill's lexical pass on long plans). With a
     # word-piece tokenizer the sum is the joined text's count (no token spans whitespace); any other
     # tokenizer's pieces are checked below and split again if the sum was short.
+    groups: list[list[str]] = []
     current: list[str] = []
     used = 0
     for part in parts:
         tokens = count(part)
         if current and used + tokens > window:
-            pieces.append(joiner.join(current))
+            groups.append(current)
             current, used = [], 0
         current.append(part)
         used += tokens
     if current:
-        pieces.append(joiner.join(current))
-    out: list[str] = []
-    for p in pieces:
-        out.extend([p] if _fits(p, count, window) else split_to_window(p, count, window))
-    return out
+        groups.append(current)
+    return [piece for group in groups for piece in _fit_group(group, joiner, count, window)]
+
+
+def _fit_group(parts: list[str], joiner: str, count: TokenCounter, window: int) -> list[str]:
+    """`parts` joined, or, if that is over the window, each half fitted alone. A part alone is split
+    at a finer boundary. Halving, not splitting the joined text again: a SentencePiece tokenizer
+    counts a word-start mark per part, so parts that sum within the window may join past it, and
+    splitting the joined text would give back the same parts and packing without end."""
+    text = joiner.join(parts)
+    if _fits(text, count, window):
+        return [text]
+    if len(parts) == 1:
+        return split_to_window(parts[0], count, window)
+    half = len(parts) // 2
+    return _fit_group(parts[:half], joiner, count, window) + _fit_group(parts[half:], joiner, count, window)
 
 
 def _fits(text: str, count: TokenCounter, window: int) -> bool:
