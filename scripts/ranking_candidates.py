@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Two of issue 39's ranking candidates, measured through jacked's own benchmark scripts.
+
+    python scripts/ranking_candidates.py [--model wordllama] [--rerank maxsim|sentence|static]
+        [--weight 0.3] [--wordllama DIR] -- SCRIPT ARGS...
+
+runs SCRIPT (`scripts/search_eval.py real|generated ...` or `scripts/memory_bench.py run ...`)
+with jacked changed in this process only:
+
+--model wordllama   the dense leg embeds with WordLlama (`l2_supercat_256`: a 32,000 x 256 table of
+                    static token vectors, mean-pooled), the one model other than MiniLM that a PyPI
+                    package ships as a plain file (`wordllama` 0.4.0.post1, MIT; its weights and tokenizer
+                    are read from DIR, the unpacked wheel: `pip download --no-deps wordllama`, unzip).
+                    Use a --home/--work of its own: the index records the model.
+--rerank KIND       after the fusion, the best 15 sessions are scored again on their best texts (the
+                    4 best of the dense leg, the 2 best of the lexical leg) and sorted by
+                    score / best score + WEIGHT x that feature (min-max over the 15); verbatim
+                    matches stay first. KIND:
+                    maxsim    late interaction from the shipped MiniLM (ColBERT's MaxSim): each
+                              content word-piece of the query takes its best cosine among a text's
+                              word-pieces (the model's token outputs), averaged; a session's best text
+                    sentence  the query's best cosine with any sentence of those texts (MiniLM)
+                    static    maxsim over WordLlama's token table (no model run at query time)
+
+A cross-encoder would be the usual reranker; none ships as a file in a PyPI package (see
+docs/search.md, "Candidates measured", for what was found and these runs' figures). Token vectors
+are computed at query time and kept for the rest of the run (and in --cache between runs): the
+search p50 a script prints without --cache is the cost of reranking with nothing stored.
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import pickle
+import re
+import runpy
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from jacked.index import embed  # noqa: E402  # the repository's jacked, not an installed one
+from jacked.query import search  # noqa: E402
+
+WORDLLAMA = "wordllama/l2_supercat_256"
+RERANKED = 15
+DENSE_TEXTS, LEXICAL_TEXTS = 4, 2
+STOP = set("the a an and or of to in on for with from by at as is are was were be it this that we you i not "
+           "but if then so do did how what when where which why my me our".split())
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def safetensors_matrix(path: Path) -> np.ndarray:
+    """The one tensor of a .safetensors file as float32 (its format: a length, a JSON header, the bytes)."""
+    raw = path.read_bytes()
+    size = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + size])
+    (meta,) = [v for k, v in header.items() if k != "__metadata__"]
+    start, end = meta["data_offsets"]
+    dtype = {"F16": np.float16, "F32": np.float32}[meta["dtype"]]
+    return np.frombuffer(raw[8 + size + start:8 + size + end], dtype=dtype).reshape(meta["shape"]).astype(np.float32)
+
+
+class WordLlamaTable:
+    """WordLlama's token table and tokenizer, as its own inference runs them (no special tokens,
+    mean of the token vectors); rows L2-normalised here."""
+
+    def __init__(self, folder: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self.tokenizer_file = folder / "tokenizers" / "l2_supercat_tokenizer_config.json"
+        self.table = safetensors_matrix(folder / "weights" / "l2_supercat_256.safetensors")
+        self.tokenizer = Tokenizer.from_file(str(self.tokenizer_file))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+
+    def tokens(self, texts: list[str]) -> list[tuple[np.ndarray, list[str]]]:
+        """Each text's token vectors (normalised) and tokens."""
+        out = []
+        for e in self.tokenizer.encode_batch(texts, add_special_tokens=False):
+            rows = self.table[np.clip(np.asarray(e.ids, dtype=np.int64), 0, len(self.table) - 1)]
+            out.append((rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9), e.tokens))
+        return out
+
+    # what `DenseEmbedder` asks of a loaded model
+    def passage_embed(self, texts: list[str], batch_size: int = 32) -> Any:
+        return iter(self._pooled(texts))
+
+    def query_embed(self, texts: list[str], running: Any = None) -> Any:
+        return iter(self._pooled(texts))
+
+    def _pooled(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.table.shape[1]), dtype=np.float32)
+        for i, e in enumerate(self.tokenizer.encode_batch(list(texts), add_special_tokens=False)):
+            if e.ids:
+                v = self.table[np.clip(np.asarray(e.ids, dtype=np.int64), 0, len(self.table) - 1)].mean(axis=0)
+                out[i] = v / max(float(np.linalg.norm(v)), 1e-12)
+        return out
+
+
+class WordLlamaProvider:
+    """`embed.EmbeddingProvider` for WordLlama (256 dimensions; a window of 256 of its tokens)."""
+
+    def __init__(self, table: WordLlamaTable) -> None:
+        self.loaded = table
+
+    def knows(self, model_name: str) -> bool:
+        return model_name == WORDLLAMA
+
+    def dims(self, model_name: str) -> int:
+        return int(self.loaded.table.shape[1])
+
+    def window(self, model_name: str, runner: Any) -> int:
+        return 256
+
+    def load(self, model_name: str, cache_dir: Path, threads: int) -> Any:
+        return self.loaded
+
+    def tokenizer_file(self, model_name: str, cache_dir: Path, runner: Any | None) -> Path:
+        return self.loaded.tokenizer_file
+
+
+class Reranker:
+    def __init__(self, kind: str, weight: float, table: WordLlamaTable | None, cache: Path | None) -> None:
+        self.kind, self.weight, self.table, self.cache_file = kind, weight, table, cache
+        self.cache: dict[Any, Any] = pickle.loads(cache.read_bytes()) if cache and cache.exists() else {}
+        if cache:
+            atexit.register(lambda: cache.write_bytes(pickle.dumps(self.cache)))
+
+    def minilm_tokens(self, dense: Any, texts: list[str]) -> list[tuple[np.ndarray, list[str]]]:
+        """Each text's MiniLM token outputs (normalised; [CLS] and [SEP] left out) and word-pieces."""
+        model = dense._model  # the loaded `_MeanPooledOnnx`
+        todo = list(dict.fromkeys(t for t in texts if ("tok", t) not in self.cache))
+        for i in range(0, len(todo), 16):
+            batch = todo[i:i + 16]
+            pieces = model.encode(batch)
+            ids = np.full((len(pieces), max(map(len, pieces))), model.pad_id, dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, p in enumerate(pieces):
+                ids[row, :len(p)], mask[row, :len(p)] = p, 1
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            outputs = model.session().run(None, {k: v for k, v in feed.items() if k in model.inputs})[0]
+            for row, (text, p) in enumerate(zip(batch, pieces, strict=True)):
+                v = outputs[row, 1:len(p) - 1].astype(np.float32)
+                v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+                self.cache[("tok", text)] = (v.astype(np.float16), [model.tokenizer.id_to_token(t) for t in p[1:-1]])
+        return [(self.cache[("tok", t)][0].astype(np.float32), self.cache[("tok", t)][1]) for t in texts]
+
+    def feature(self, searcher: Any, query: str, texts: list[str]) -> float:
+        if not texts:
+            return 0.0
+        dense = searcher.dense
+        if self.kind == "sentence":
+            qv = np.asarray(dense.embed_query(query), dtype=np.float32)
+            best = 0.0
+            for t in texts:
+                if ("sent", t) not in self.cache:
+                    sentences = [s.strip() for s in SENTENCE.split(t) if len(s.strip()) > 3][:40] or [t]
+                    self.cache[("sent", t)] = np.asarray(dense.embed_documents(sentences), dtype=np.float32)
+                best = max(best, float((self.cache[("sent", t)] @ qv).max()))
+            return best
+        if self.kind == "maxsim":
+            dense.load()
+            (qv, words), *docs = self.minilm_tokens(dense, [query, *texts])
+        else:
+            assert self.table is not None
+            (qv, words), *docs = self.table.tokens([query, *texts])
+        keep = [j for j, w in enumerate(words) if w.lstrip("#\u2581").isalnum() and w.lstrip("#\u2581").lower() not in STOP]
+        q = qv[keep or list(range(len(words)))]
+        if not len(q):
+            return 0.0
+        return max(float((q @ dv.T).max(axis=1).mean()) if len(dv) else 0.0 for dv, _ in docs)
+
+    def install(self) -> None:
+        plain_search, plain_rank = search.Searcher.search, search.Searcher._rank
+        reranker = self
+
+        def searching(self: Any, query: str, opts: Any) -> dict[str, Any]:
+            self._rerank_query = search._QUOTED.sub(lambda m: m.group(1) or m.group(2), search.sanitize_query(query))
+            return plain_search(self, query, opts)
+
+        def ranking(self: Any, sessions: dict[str, Any], opts: Any, now: Any,
+                    lexical_share: float = search.LEXICAL_SHARE) -> list[dict[str, Any]]:
+            if opts.weights.get("lexical_share") in (0.0, 1.0):  # a leg measured alone stays as it is
+                return plain_rank(self, sessions, opts, now, lexical_share)
+            limit, opts.limit = opts.limit, max(opts.limit, RERANKED)
+            try:
+                top = plain_rank(self, sessions, opts, now, lexical_share)[:RERANKED]
+            finally:
+                opts.limit = limit
+            feats = []
+            for r in top:
+                points = [p for p in sessions[r["session_id"]].points.values() if not str(p["id"]).startswith("raw:")]
+                chosen = list(dict.fromkeys(
+                    [p["id"] for p in sorted(points, key=lambda p: -p["dense"])[:DENSE_TEXTS]]
+                    + [p["id"] for p in sorted(points, key=lambda p: -p["lexical"]) if p["lexical"]][:LEXICAL_TEXTS]))
+                texts = [search.searchable(h.payload.get("content_type"), h.payload.get("text") or "")
+                         for h in self.store.retrieve(chosen, search.SHOW_FIELDS)]
+                feats.append(reranker.feature(self, self._rerank_query, [t for t in texts if t.strip()]))
+            if not top:
+                return top
+            low, high = min(feats), max(feats)
+            best = max(r["score"] for r in top) or 1.0
+            order = sorted(range(len(top)), key=lambda i: (
+                not top[i]["exact"],
+                -(top[i]["score"] / best + reranker.weight * ((feats[i] - low) / (high - low) if high > low else 0.0))))
+            return [top[i] for i in order][:limit]
+
+        search.Searcher.search, search.Searcher._rank = searching, ranking  # type: ignore[method-assign]
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        print(__doc__, file=sys.stderr)
+        return 1
+    cut = argv.index("--")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", choices=["wordllama"])
+    ap.add_argument("--rerank", choices=["maxsim", "sentence", "static"])
+    ap.add_argument("--weight", type=float, default=0.3)
+    ap.add_argument("--wordllama", type=Path, help="the unpacked wordllama wheel (its wordllama/ folder)")
+    ap.add_argument("--cache", type=Path, help="keep the rerankers' token vectors here between runs")
+    args = ap.parse_args(argv[:cut])
+    table = None
+    if args.model or args.rerank == "static":
+        if not args.wordllama or not (args.wordllama / "weights").is_dir():
+            print("error: --wordllama DIR: the unpacked wheel's wordllama/ folder (pip download --no-deps wordllama)",
+                  file=sys.stderr)
+            return 1
+        table = WordLlamaTable(args.wordllama)
+    if args.model:
+        import os
+
+        embed.PROVIDERS.insert(0, WordLlamaProvider(table))  # type: ignore[arg-type]
+        os.environ["JACKED_EMBEDDING_MODEL"] = WORDLLAMA
+    if args.rerank:
+        Reranker(args.rerank, args.weight, table, args.cache).install()
+    script, *rest = argv[cut + 1:]
+    sys.argv = [script, *rest]
+    sys.path.insert(0, str(Path(script).resolve().parent))
+    runpy.run_path(script, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
