@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two of issue 39's ranking candidates, measured through jacked's own benchmark scripts.
+"""Issue 39's reranker and embedding-model candidates, measured through jacked's own benchmark scripts.
 
     python scripts/ranking_candidates.py [--model wordllama|mpnet] [--rerank maxsim|sentence|static]
         [--weight 0.3] [--wordllama DIR] [--mpnet DIR] [--cache FILE] -- SCRIPT ARGS...
@@ -10,8 +10,8 @@ runs SCRIPT (`scripts/search_eval.py real|generated ...` or `scripts/memory_benc
 with jacked changed in this process only:
 
 --model wordllama   the dense leg embeds with WordLlama (`l2_supercat_256`: a 32,000 x 256 table of
-                    static token vectors, mean-pooled), the one model other than MiniLM that a PyPI
-                    package ships as a plain file (`wordllama` 0.4.0.post1, MIT; its weights and tokenizer
+                    static token vectors, mean-pooled), which a PyPI package ships as plain files
+                    (`wordllama` 0.4.0.post1, MIT; its weights and tokenizer
                     are read from DIR, the unpacked wheel: `pip download --no-deps wordllama`, unzip).
                     Use a --home/--work of its own: the index records the model.
 --model mpnet       the dense leg embeds with all-mpnet-base-v2 (12 layers, 768 dimensions, a window
@@ -182,8 +182,10 @@ def export_mpnet(src: Path, dst: Path) -> None:
 
 
 class Reranker:
+    """Scores the fusion's best sessions again (`install` patches the Searcher of this process)."""
+
     def __init__(self, kind: str, weight: float, table: WordLlamaTable | None, cache: Path | None) -> None:
-        self.kind, self.weight, self.table, self.cache_file = kind, weight, table, cache
+        self.kind, self.weight, self.table = kind, weight, table
         self.cache: dict[Any, Any] = pickle.loads(cache.read_bytes()) if cache and cache.exists() else {}
         if cache:
             atexit.register(lambda: cache.write_bytes(pickle.dumps(self.cache)))
