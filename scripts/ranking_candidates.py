@@ -92,9 +92,13 @@ class WordLlamaTable:
         """Each text's token vectors (normalised) and tokens."""
         out = []
         for e in self.tokenizer.encode_batch(texts, add_special_tokens=False):
-            rows = self.table[np.clip(np.asarray(e.ids, dtype=np.int64), 0, len(self.table) - 1)]
+            rows = self._rows(e.ids)
             out.append((rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9), e.tokens))
         return out
+
+    def _rows(self, ids: list[int]) -> np.ndarray:
+        """The table's rows for token `ids` (ids past the table, as its own inference does, clipped)."""
+        return self.table[np.clip(np.asarray(ids, dtype=np.int64), 0, len(self.table) - 1)]
 
     # what `DenseEmbedder` asks of a loaded model
     def passage_embed(self, texts: list[str], batch_size: int = 32) -> Any:
@@ -107,7 +111,7 @@ class WordLlamaTable:
         out = np.zeros((len(texts), self.table.shape[1]), dtype=np.float32)
         for i, e in enumerate(self.tokenizer.encode_batch(list(texts), add_special_tokens=False)):
             if e.ids:
-                v = self.table[np.clip(np.asarray(e.ids, dtype=np.int64), 0, len(self.table) - 1)].mean(axis=0)
+                v = self._rows(e.ids).mean(axis=0)
                 out[i] = v / max(float(np.linalg.norm(v)), 1e-12)
         return out
 

@@ -95,7 +95,7 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
     # Parts are packed by the sum of their own counts: each part is tokenized once, not the growing
     # piece once per part added (quadratic; most of a backfill's lexical pass on long plans). With a
     # word-piece tokenizer the sum is the joined text's count (no token spans whitespace); any other
-    # tokenizer's pieces are checked below and split again if the sum was short.
+    # tokenizer's pieces are checked below and halved if the sum was short (`_fit_group`).
     groups: list[list[str]] = []
     current: list[str] = []
     used = 0
@@ -114,8 +114,8 @@ def split_to_window(text: str, count: TokenCounter, window: int) -> list[str]:
 def _fit_group(parts: list[str], joiner: str, count: TokenCounter, window: int) -> list[str]:
     """`parts` joined, or, if that is over the window, each half fitted alone. A part alone is split
     at a finer boundary. Halving, not splitting the joined text again: a SentencePiece tokenizer
-    counts a word-start mark per part, so parts that sum within the window may join past it, and
-    splitting the joined text would give back the same parts and packing without end."""
+    counts a line break as a token of its own, so parts that sum within the window may join past
+    it, and splitting the joined text would give back the same parts and packing without end."""
     text = joiner.join(parts)
     if _fits(text, count, window):
         return [text]
