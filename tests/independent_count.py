@@ -96,12 +96,16 @@ IDE_RE = re.compile(r"\s*<(ide_opened_file|ide_selection)>.*?</\1>\s*", re.S)
 
 def as_typed(text: str) -> str:
     """A prompt as the user typed it: a slash command as `/name args`; the `<ide_opened_file>` /
-    `<ide_selection>` blocks the IDE extension puts before the words left out (kept if nothing follows)."""
+    `<ide_selection>` blocks the IDE extension puts before the words left out (kept if nothing follows);
+    a bash-mode command as `!command`."""
     m = COMMAND_RE.search(text)
     if m:
         a = ARGS_RE.search(text)
         name = m.group(1) if m.group(1).startswith("/") else "/" + m.group(1)
         return (name + " " + (a.group(1).strip() if a else "")).strip()
+    shell = re.fullmatch(r"\s*<bash-input>(.*?)</bash-input>\s*", text, re.S)
+    if shell and shell.group(1).strip():  # bash mode: typed as "!command"
+        return "!" + shell.group(1).strip()
     rest = text
     while IDE_RE.match(rest):
         rest = rest[IDE_RE.match(rest).end():]

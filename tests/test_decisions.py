@@ -254,7 +254,8 @@ def test_rules_on_single_prompts() -> None:
            "you broke the build", "that's not what I asked for", "I said tabs", "why did you delete the test?",
            "the tests are failing now", "Are you sure?", "still doesn't work", "we lost the header"]
     no = ["No problem, thanks", "It doesn't work on my phone", "we don't do anything there", "add a test",
-          "<bash-input>git status</bash-input>", "<command-name>/clear</command-name>", "looks good, commit it",
+          "<bash-input>git status</bash-input>", "!echo you broke the build", "<command-name>/clear</command-name>",
+          "looks good, commit it",
           "fix the broken APIs", "Never mind! Add a details element"]
     assert [p for p in yes if dec.correction_cue(p) is None] == []
     assert [p for p in no if dec.correction_cue(p) is not None] == []

@@ -331,3 +331,18 @@ def test_prompt_is_what_was_typed_and_the_ide_context_is_kept(tmp_path: Path) ->
     event_texts = Catalog(tmp_path / "home" / "catalog.db").event_texts(SID)
     assert any("/home/dev/projects/demo/app.py" in x for x in event_texts[3])
     assert any("README.md" in x and token not in x for x in event_texts[1])
+
+
+def test_a_bash_mode_command_is_its_typed_prompt(tmp_path: Path) -> None:
+    # the shape of the real 1.0.x fixtures: `!uv run ty check` typed in bash mode, its output sent on
+    recs = [prompt("<bash-input>uv run ty check</bash-input>", 0),
+            prompt("<bash-stdout>error[call-non-callable]: test/test_cache.py:428</bash-stdout><bash-stderr></bash-stderr>", 1),
+            prompt("please fix these", 2), assistant("m1", text("Fixed."), 3),
+            prompt("<bash-input>a</bash-input><bash-input>b</bash-input>", 4)]
+    data = session_of(tmp_path, recs)
+    assert [t["prompt"] for t in data["turns"]] == [
+        "!uv run ty check",
+        "<bash-stdout>error[call-non-callable]: test/test_cache.py:428</bash-stdout><bash-stderr></bash-stderr>",
+        "please fix these",
+        "<bash-input>a</bash-input><bash-input>b</bash-input>"]  # not one command: left as written
+    assert data["row"]["first_prompt"] == "!uv run ty check"

@@ -187,7 +187,9 @@ CUE_GROUPS: tuple[tuple[str, re.Pattern[str]], ...] = (
 DROPPED_CUES = frozenset({"dont_verb", "not_working"})
 _WRAPPERS = re.compile(r"<(ide_opened_file|ide_selection|system-reminder)>.*?</\1>", re.S)
 _IMAGE = re.compile(r"\[Image #\d+\]")
-NOT_TYPED = ("<bash-input>", "<bash-stdout>", "<bash-stderr>", "<command-name>", "<command-message>",
+# "!": a command run in bash mode, as a turn's prompt shows it (Claude Code, Gemini CLI and Aider
+# all take a leading "!" as a shell escape)
+NOT_TYPED = ("!", "<bash-input>", "<bash-stdout>", "<bash-stderr>", "<command-name>", "<command-message>",
              "<local-command", "<task-notification>", "Caveat:")
 CUE_WINDOW = 300  # the user's own words lead; a pasted log after them is not searched
 

@@ -308,9 +308,13 @@ def slash_command_text(prompt: str) -> str:
 
 def typed_prompt(prompt: str, is_slash: bool) -> tuple[str, list[dict[str, str]]]:
     """What the user typed, and the IDE context Claude Code put before it (`<ide_opened_file>`,
-    `<ide_selection>`: kind and text, in order). A slash command is "/name args"."""
+    `<ide_selection>`: kind and text, in order). A slash command is "/name args"; a command run
+    in bash mode (`<bash-input>…</bash-input>`) is "!command", as it is typed."""
     if is_slash:
         return slash_command_text(prompt), []
+    shell = _BASH_INPUT.fullmatch(prompt)
+    if shell is not None and shell.group(1).strip():
+        return "!" + shell.group(1).strip(), []
     context: list[dict[str, str]] = []
     text = prompt
     while True:
@@ -324,6 +328,7 @@ def typed_prompt(prompt: str, is_slash: bool) -> tuple[str, list[dict[str, str]]
     return text, context
 
 
+_BASH_INPUT = re.compile(r"\s*<bash-input>((?:(?!</bash-input>).)*)</bash-input>\s*", re.S)
 _IDE_CONTEXT = re.compile(r"\s*<(ide_opened_file|ide_selection)>(.*?)</\1>\s*", re.S)
 
 

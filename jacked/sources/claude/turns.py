@@ -46,7 +46,7 @@ from jacked.sources.model import (
 )
 
 # Bumped whenever the reconstruction changes, so saved states are rebuilt, not resumed.
-PARSER_VERSION = 16  # 16: raw text keeps pieces up to 150,000 chars whole, a failed call's recorded result and the lines of a changed file not yet held; 15: a subagent's raw text joins its starting turn's; 14: each turn's raw text (Turn.raw_text); 12: compaction runs keep their API responses (billed tokens); 13: queued messages handed over mid-turn
+PARSER_VERSION = 17  # 17: a bash-mode command's prompt as typed ("!command"); 16: raw text keeps pieces up to 150,000 chars whole, a failed call's recorded result and the lines of a changed file not yet held; 15: a subagent's raw text joins its starting turn's; 14: each turn's raw text (Turn.raw_text); 12: compaction runs keep their API responses (billed tokens); 13: queued messages handed over mid-turn
 
 MAX_TEXT_CHARS = 200_000  # a distilled text longer than this is kept whole up to here
 MAX_CONTEXT_CHARS = 2_000  # an IDE selection kept as a turn's context

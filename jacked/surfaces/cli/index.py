@@ -88,9 +88,12 @@ def status_cmd(json_out: bool = Option(False, "--json", help="Print JSON.")) -> 
     echo(f"  sessions: {by_source.get('transcript', 0)} full, {by_source.get('archive', 0)} archived-only "
          f"(transcript deleted, kept in the archive), {by_source.get('history', 0)} prompt-only "
          f"(from history.jsonl)")
-    for src in data.get("sources") or []:
+    sources = data.get("sources") or []
+    width = max((len(src["label"]) for src in sources), default=0)
+    for src in sources:
         state = ("off (disabled_sources)" if not src["enabled"] else "read" if src["found"] else "not found")
-        echo(f"  {src['label']:12s} {src['sessions']:6d} sessions · {state} · {', '.join(src.get('roots') or [str(src['root'])])}")
+        echo(f"  {src['label']:{width}s} {src['sessions']:6d} sessions · {state} · "
+             f"{', '.join(src.get('roots') or [str(src['root'])])}")
     for k, v in data["points_by_type"].items():
         echo(f"  {k:20s} {v}")
     for k, v in data["points_by_user"].items():
