@@ -104,7 +104,7 @@ def as_typed(text: str) -> str:
         name = m.group(1) if m.group(1).startswith("/") else "/" + m.group(1)
         return (name + " " + (a.group(1).strip() if a else "")).strip()
     shell = re.fullmatch(r"\s*<bash-input>(.*?)</bash-input>\s*", text, re.S)
-    if shell and shell.group(1).strip():  # bash mode: typed as "!command"
+    if shell and shell.group(1).strip() and text.count("<bash-input>") == 1:  # bash mode: typed as "!command"
         return "!" + shell.group(1).strip()
     rest = text
     while IDE_RE.match(rest):
