@@ -360,3 +360,30 @@ def test_install_for_aider_says_there_is_no_mcp_to_register(tmp_path: Path) -> N
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "Aider takes no MCP server" in done.stderr and "Traceback" not in done.stderr
     assert list(tmp_path.iterdir()) == []  # nothing written anywhere
+
+
+def test_a_listed_id_names_one_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Aider's ids are `aider-` and a hash: eight characters keep two of the hash, and the real
+    history has sessions sharing them. The id `sessions` shows is the fewest characters, eight or
+    more, that name that one session, and it finds it."""
+    from jacked.config import load_settings
+    from jacked.query.history import resolve_session
+    from jacked.service import Jacked
+
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    monkeypatch.setenv("JACKED_AIDER_ROOT", str(REAL))
+    svc = Jacked(load_settings(claude, jacked_home=str(tmp_path / "home")))
+    rows = svc.sessions()
+    ids = [r["session_id"] for r in rows]
+    shared = {i for i in ids if sum(j[:8].lower() == i[:8].lower() for j in ids) > 1}
+    assert len(shared) >= 2  # the fixture has such ids: counted here, not by jacked
+    for r in rows:
+        sid, short = r["session_id"], r["short_id"]
+        holders = [i for i in ids if i.lower().startswith(short.lower())]
+        assert holders == [sid] and len(short) >= 8
+        assert len(short) == 8 or sum(i.lower().startswith(short[:-1].lower()) for i in ids) > 1  # no longer than needed
+        assert resolve_session(svc.catalog, short) == sid
+    assert {len(r["short_id"]) for r in rows if r["session_id"] in shared} != {8}
+    shown = {r["session_id"]: r["short_id"] for r in rows}
+    assert all(shown[i] == i[:8] for i in ids if i not in shared)

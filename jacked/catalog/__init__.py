@@ -508,6 +508,15 @@ class Catalog:
         return {r[0] for r in rows_in(self.db, "SELECT session_id FROM sessions WHERE session_id IN (?*)",
                                       session_ids)}
 
+    def neighbour_session_ids(self, session_id: str) -> list[str]:
+        """The ids next to `session_id` in sorted order, before and after it (itself left out): the
+        ones sharing the longest prefix with it (two indexed reads)."""
+        before = self.db.execute("SELECT session_id FROM sessions WHERE session_id < ? ORDER BY session_id DESC "
+                                 "LIMIT 1", (session_id,)).fetchone()
+        after = self.db.execute("SELECT session_id FROM sessions WHERE session_id > ? ORDER BY session_id LIMIT 1",
+                                (session_id,)).fetchone()
+        return [r[0] for r in (before, after) if r]
+
     def find_session_ids(self, prefix: str) -> list[str]:
         """Sessions whose id starts with `prefix` (LIKE wildcards in the prefix are escaped)."""
         esc = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

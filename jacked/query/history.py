@@ -15,6 +15,7 @@ import orjson
 from jacked.catalog import Catalog, forget_queries, timeline_queries
 from jacked.errors import JackedError
 from jacked.ingest.scan import Scanner, ScanReport
+from jacked.query.ids import short_ids
 from jacked.query.prices import PriceTable
 from jacked.query.timeline import TURN_EVENT_TYPES, turn_event_fields
 from jacked.query.usage import Tally, session_usage, turn_usage
@@ -60,8 +61,18 @@ def _head(text: str | None, limit: int) -> str | None:
 def list_sessions(catalog: Catalog, repo: str | None = None, limit: int | None = None, offset: int = 0,
                   prices: PriceTable | None = None, since: str | None = None,
                   until: str | None = None) -> list[dict[str, Any]]:
-    return with_usage(catalog, [session_summary(r) for r in catalog.list_sessions(repo, limit, offset, since, until)],
-                      prices)
+    return session_rows(catalog, [session_summary(r) for r in catalog.list_sessions(repo, limit, offset, since, until)],
+                        prices)
+
+
+def session_rows(catalog: Catalog, sessions: list[dict[str, Any]],
+                 prices: PriceTable | None = None) -> list[dict[str, Any]]:
+    """`sessions` (`session_summary` dicts) as every surface gives them: the id a list shows
+    (`short_id`, see `jacked.query.ids`) and what each cost (`with_usage`)."""
+    shown = short_ids(catalog, [s["session_id"] for s in sessions])
+    for s in sessions:
+        s["short_id"] = shown[s["session_id"]]
+    return with_usage(catalog, sessions, prices)
 
 
 def with_usage(catalog: Catalog, sessions: list[dict[str, Any]],
@@ -203,7 +214,7 @@ def iter_export_rows(catalog: Catalog, session_ids: list[str] | None = None,
         row = catalog.get_session_row(sid)
         if row is None:
             continue
-        obj = with_usage(catalog, [session_summary(row)], prices)[0]
+        obj = session_rows(catalog, [session_summary(row)], prices)[0]
         obj.update(turns_json(catalog, sid, prices))
         yield obj
 

@@ -39,6 +39,7 @@ from jacked.index.extract import MIN_SUBAGENT_SUMMARY
 from jacked.sources.registry import label_of
 from jacked.query.budget import Fitted, fit, settle
 from jacked.query.budget import capacity as capacity_for  # `capacity` is a local name below
+from jacked.query.ids import short_ids
 from jacked.query.prices import PriceTable
 from jacked.query.staleness import Staleness, assess, touched_files
 from jacked.query.usage import session_usage
@@ -541,10 +542,11 @@ def recall_brief(catalog: Catalog, cwd: str, search: Callable[[str, str], list[s
     head = (f"jacked memory: {total} past Claude Code sessions in {repo}. Most relevant, newest first "
             f"(load one with `jacked retrieve <id> --mode smart`, or use the jacked skill):")
     entries: list[tuple[str, str]] = []
+    shown = short_ids(catalog, ordered)  # what `jacked retrieve <id>` takes as naming one session
     for sid, r in ordered.items():
         ended = r.get("ended_at") or r.get("started_at")
         title = _one_line(r.get("title") or r.get("first_prompt"), 120) or "(untitled)"
-        entry = [f"- {sid[:8]} · {relative_age(ended, now)} · {r.get('turn_count') or 0} turns · {title}"]
+        entry = [f"- {shown[sid]} · {relative_age(ended, now)} · {r.get('turn_count') or 0} turns · {title}"]
         labels = [x["text"] for x in catalog.text_rows(sid) if x["kind"] == "summary_label"][-3:]
         if labels:
             entry.append("  topics: " + "; ".join(_one_line(x, 80) for x in labels))

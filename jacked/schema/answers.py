@@ -42,6 +42,7 @@ class SearchMatch(TypedDict):
 
 class SearchResult(TypedDict):
     session_id: str
+    short_id: str  # the id as a list shows it: 8 characters, more when another session's id starts so
     score: float
     relevance: float
     exact: bool
@@ -81,6 +82,9 @@ class SessionRow(TypedDict):
     """One row of `jacked sessions --json` (the MCP `list_sessions` items, the web list's rows)."""
 
     session_id: str
+    # in lists (sessions, the web's, MCP's): the id as the list shows it, 8 characters or more when
+    # another session's id starts with those
+    short_id: NotRequired[str]
     agent: str
     repo_name: str | None
     cwd: str | None
@@ -928,6 +932,7 @@ class SearchOnlyRow(TypedDict):
     on a shared server): what the search knows of it."""
 
     session_id: str
+    short_id: str
     repo_name: str | None
     title: str | None
     started_at: str | None

@@ -232,13 +232,13 @@ class JackedService:
         return page(self.jacked.sessions(repo, limit, offset), offset, limit, total=self.jacked.session_count(repo))
 
     def get_session(self, session_id: str) -> str:
-        from jacked.query.history import session_summary, with_usage
+        from jacked.query.history import session_rows, session_summary
 
         sid, turn_sums, sess = self.jacked.summaries(session_id)
         cat = self.catalog
         row = cat.get_session_row(sid) or {}
         # the session's row as `jacked sessions --json` gives it (what it cost included)
-        out = with_usage(cat, [session_summary(row)], self.jacked.prices())[0]
+        out = session_rows(cat, [session_summary(row)], self.jacked.prices())[0]
         out.update({"plan": row.get("plan"), "summary": sess["text"] if sess else None,
                     "subagents": [{"agent_id": a["agent_id"], "agent_type": a["agent_type"],
                                    "description": a["description"], "turn_index": a["turn_index"]}

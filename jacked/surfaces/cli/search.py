@@ -93,7 +93,7 @@ def _print_human(result: Mapping[str, Any]) -> None:
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
         exact = "= " if r.get("exact") else ""
         echo(f"{i:>2}. {exact}{r['score']:.4f}  {r.get('agent') or 'claude'}  {r.get('repo_name') or '-'}  {r['age']}  "
-             f"{r.get('user_name') or ''}  {r['session_id'][:8]}  {mark + ' ' if mark else ''}{label[:80]}")
+             f"{r.get('user_name') or ''}  {r.get('short_id') or r['session_id'][:8]}  {mark + ' ' if mark else ''}{label[:80]}")
         for m in r["matches"]:
             echo(f"      [{m['content_type']}] {m['text'][:160]}")
 

@@ -29,7 +29,9 @@ from jacked import __version__ as JACKED_VERSION
 from jacked.catalog import Catalog, ui_queries
 from jacked.config import Settings
 from jacked.errors import JackedError
-from jacked.query.history import SessionNotFound, resolve_session, session_summary, turns_json, with_usage
+from jacked.query.history import (SessionNotFound, resolve_session, session_rows, session_summary, turns_json,
+                                  with_usage)
+from jacked.query.ids import short_ids
 from jacked.query.prices import PriceTable
 from jacked.service import Jacked
 from jacked.util.time import TimeParseError, catalog_iso, now_utc, parse_since, parse_ts, relative_age
@@ -240,7 +242,7 @@ class UiApi:
         with self.catalog() as cat:
             for r in ui_queries.list_rows(cat, [h["session_id"] for h in hits]):
                 by_id[r["session_id"]] = _list_row(r)
-            with_usage(cat, list(by_id.values()), PriceTable.with_overrides(self.settings.prices))
+            session_rows(cat, list(by_id.values()), PriceTable.with_overrides(self.settings.prices))
         rows = []
         for h in hits:
             row = by_id.get(h["session_id"]) or search_only_row(h)
@@ -384,7 +386,8 @@ def list_sessions_page(cat: Catalog, repo: str | None, since: str | None, until:
     """
     total, rows = ui_queries.sessions_page(cat, repo, since, until, limit, offset, text, agent)
     now = now_utc()
-    return total, [_list_row(r, now) for r in rows]
+    shown = short_ids(cat, [r["session_id"] for r in rows])
+    return total, [{**_list_row(r, now), "short_id": shown[r["session_id"]]} for r in rows]
 
 
 def _ms_between(a: str | None, b: str | None) -> int | None:
@@ -408,7 +411,7 @@ def session_detail(cat: Catalog, sid: str, settings: Settings) -> dict[str, Any]
     prices = PriceTable.with_overrides(settings.prices)
     data = turns_json(cat, sid, prices)
     row = cat.get_session_row(sid) or {"session_id": sid}
-    session = with_usage(cat, [session_summary(row)], prices)[0]
+    session = session_rows(cat, [session_summary(row)], prices)[0]
     session["age"] = relative_age(row.get("ended_at") or row.get("started_at"))
     session["version_last"] = row.get("version_last")
     data["session"] = session
@@ -453,6 +456,7 @@ def over_time(cat: Catalog, q: Any) -> list[DayActivity]:
 def search_only_row(hit: dict[str, Any]) -> dict[str, Any]:
     """The list row of a search hit the local catalog does not hold (a teammate's session on a
     shared server): what the search knows of it (`SearchOnlyRow`)."""
-    return {"session_id": hit["session_id"], "repo_name": hit.get("repo_name"), "title": hit.get("title"),
+    return {"session_id": hit["session_id"], "short_id": hit["short_id"], "repo_name": hit.get("repo_name"),
+            "title": hit.get("title"),
             "started_at": hit.get("started_at"), "ended_at": hit.get("timestamp"), "age": hit.get("age"),
             "in_catalog": False, "score": hit["score"], "matches": hit["matches"], "confidence": hit.get("confidence")}

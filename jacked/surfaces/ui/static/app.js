@@ -192,7 +192,7 @@ function sessionRow(r) {
   const cell = h("td", {}, h("a", { class: "label", href: `#/session/${r.session_id}`, text: label }), sourceBadge(r.source),
     r.confidence ? h("span", { class: `badge conf conf-${r.confidence}`, title: "how well this session matched the search",
       text: `${r.confidence} confidence` }) : null,
-    h("div", { class: "small muted" }, r.session_id.slice(0, 8), r.git_branch ? ` · ${r.git_branch}` : ""));
+    h("div", { class: "small muted" }, r.short_id || r.session_id.slice(0, 8), r.git_branch ? ` · ${r.git_branch}` : ""));
   for (const m of r.matches || []) cell.append(h("div", { class: "match" }, h("span", { class: "ctype", text: m.content_type }), oneLine(m.text, 200)));
   return h("tr", { dataset: { sessionId: r.session_id } }, h("td", {}, cb), cell,
     h("td", { class: "small", text: agentLabel(r.agent) }), h("td", { text: r.repo_name || "–" }),
