@@ -62,14 +62,15 @@ def sessions_cmd(
                   f"until {until}" if until else ""]
         echo(" ".join(["no sessions found", *(b for b in bounds if b)]))
         return
-    id_width = max(len(r.get("short_id") or r["session_id"][:8]) for r in rows)
+    shown = [r.get("short_id") or r["session_id"][:8] for r in rows]
+    id_width = max(map(len, shown))
     agent_width = max(8, *(len(r.get("agent") or "claude") for r in rows))
-    for r in rows:
+    for r, short in zip(rows, shown):
         label = (r["title"] or r["first_prompt"] or "").replace("\n", " ")
         mark = SOURCE_MARKS.get(r.get("source") or "", "")
         cost = r.get("cost_usd")
         usd = ("?" if r.get("api_calls") else "-") if cost is None else f"${cost:,.2f}"
-        echo(f"{r.get('short_id') or r['session_id'][:8]:{id_width}}  {(r['started_at'] or '')[:16]:16}  "
+        echo(f"{short:{id_width}}  {(r['started_at'] or '')[:16]:16}  "
              f"{r.get('agent') or 'claude':{agent_width}} "
              f"{str(r['repo_name'] or '-')[:22]:22} {r['turn_count']:>3} {noun(r['turn_count'] or 0, 'turn'):5} {usd:>8}  "
              f"{mark + ' ' if mark else ''}{label[:70]}")
