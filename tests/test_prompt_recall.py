@@ -315,3 +315,24 @@ def test_a_replayed_prompt_searches_the_index_as_it_stood_then(indexed: Settings
     # the best of what was there leads the scale: it scores more than beside the later session
     best = back[0]["session_id"]
     assert best in (FIRST, REPEAT) and back[0]["score"] > score_today[best], (back[0], score_today)
+
+
+def test_a_short_request_about_a_session_of_the_day_gets_it(aider_indexed: tuple[Settings, Path]) -> None:
+    """A terse next step about a session of the day that is not the repo's latest (the refactor came
+    after it): the search is sure of it by the prompt's few words, so it speaks. The same words in a
+    longer prompt, or a day later, do not: a longer prompt graded so is as often new work."""
+    from jacked.query.prompt_recall import RECENT_HOURS, SHORT_REQUEST_WORDS
+
+    settings, repo = aider_indexed
+    tried = {_aider_session(repo, "2024-08-21 13:08:07"), _aider_session(repo, "2024-08-21 13:11:09")}
+    prompt = "split multi-line shell commands into separate commands"
+    assert len(prompt.split()) <= SHORT_REQUEST_WORDS
+    said = _recall(settings, prompt, cwd=str(repo), session_id="new", until="2024-08-21T15:30:00.000Z")
+    assert said["sessions"] and set(said["sessions"]) <= tried, said
+    assert said["reason"] == "a short request about recent work", said
+    longer = prompt + " and print each one before it runs"
+    said = _recall(settings, longer, cwd=str(repo), session_id="new", until="2024-08-21T15:30:00.000Z")
+    assert not tried & set(said["sessions"]), said
+    later = f"2024-08-{21 + RECENT_HOURS // 24 + 1}T15:30:00.000Z"
+    said = _recall(settings, prompt, cwd=str(repo), session_id="new", until=later)
+    assert said["sessions"] == [], said

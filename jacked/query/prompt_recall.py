@@ -6,7 +6,8 @@ a session of this repo for it with at least medium confidence, or (b) holds a ph
 that a past session of this repo holds verbatim (an error line, a quoted string, an identifier) and
 that is about the prompt by its other words too, or (c) repeats a recent request or names code few
 recent sessions hold, or (d) is about the repo's latest session (of the last day): the search ranks
-it first and is sure of it by the prompt's words and meaning alone. A session of another repo comes
+it first and is sure of it by the prompt's words and meaning alone, or (e) is a short request (a few
+words) that the search is as sure about a session of the repo's last day. A session of another repo comes
 only from a verbatim match of several words (a quoted sentence, an error line; one name is in every
 repo that uses it). The current session is never offered back. Silence is the default: a memory
 that speaks on every prompt costs tokens for nothing and teaches the agent to ignore it.
@@ -79,6 +80,11 @@ CODE_SESSIONS = 2
 # threshold, the best session's score is about 1 (chosen on the labelled histories replayed as the
 # index stood then, docs/performance.md).
 LATEST_SESSIONS = 1
+# A short request (at most this many words) about any session of the repo's last RECENT_HOURS,
+# graded `high` by its words and meaning alone: a terse next step ("add a test for /reset") says
+# little else. Longer prompts graded so are as often new work in the same code (chosen on the
+# labelled histories' tuning parts and checked on the others, docs/performance.md).
+SHORT_REQUEST_WORDS = 8
 
 SearchFn = Callable[[str, str | None], list[dict[str, Any]]]
 # `recent(repo, until)`: what the repo's recent sessions worked on (catalog.retrieve_queries.recent_work).
@@ -206,12 +212,16 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
 
     query = text[:QUERY_CHARS]
     chosen: list[dict[str, Any]] = list(named)
-    about_latest = False
+    about_latest = about_recent = False
     if repo:
         found = candidates(search(query, repo))
-        if found and found[0]["session_id"] in latest and _words_grade(found[0]) == "high":
-            chosen.append(found[0])
-            about_latest = True
+        if found and _words_grade(found[0]) == "high":
+            if found[0]["session_id"] in latest:
+                chosen.append(found[0])
+                about_latest = True
+            elif len(text.split()) <= SHORT_REQUEST_WORDS and _ended_since(found[0], now - timedelta(hours=RECENT_HOURS)):
+                chosen.append(found[0])
+                about_recent = True
         # Follow-up words: the search's own grade decides; without them only a verbatim match speaks.
         said = [r for r in found if (r.get("confidence") in ("high", "medium") if cue else
                                      verbatim and _verbatim_match(r))]
@@ -227,7 +237,8 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if not chosen:
         return silent("follow-up words, no matching session" if cue else "no matching session")
     reason = ("follow-up words" if cue else "verbatim match" if any(r.get("exact") for r in chosen)
-              else "names recent work" if named else "about its latest work" if about_latest else "recent work")
+              else "names recent work" if named else "about its latest work" if about_latest
+              else "a short request about recent work" if about_recent else "recent work")
 
     head = ("jacked memory: past sessions this prompt may refer to "
             "(load one with `jacked retrieve <id>`):")
@@ -249,6 +260,11 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
         return silent("nothing fits the budget")
     out = render(fitted)
     return {"text": out, "sessions": [sid for sid, _ in fitted.kept], "tokens": count_tokens(out), "reason": reason}
+
+
+def _ended_since(result: dict[str, Any], since: datetime) -> bool:
+    ended = parse_ts(result.get("timestamp"))
+    return ended is not None and ended >= since
 
 
 def _verbatim_match(result: dict[str, Any]) -> bool:
