@@ -3,7 +3,8 @@
     python scripts/prompt_recall_eval.py [--claude-dir DIR] [--home DIR] [--labels FILE] [--timing N] [--json]
                                          [--aider-root DIR]
 
-Labels (`tests/fixtures/prompt_recall/labels.jsonl`, one prompt a line): `prompt`, `cwd`,
+Labels (`tests/fixtures/prompt_recall/labels.jsonl`, one prompt a line): `prompt` (or, on a history
+that may not be copied, `prompt_sha256`: the session's first typed prompt is read from it), `cwd`,
 `session_id` (the session it is typed in: never offered back), `until` (the history as it stood
 then: sessions started later are ignored; null = all), `expect` (the sessions it follows up; []:
 it follows up nothing). Real prompts of the real fixtures (`source: real ...`) and prompts written
@@ -20,8 +21,10 @@ bare `python -c pass` (median of N), measured in the same run.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -78,6 +81,49 @@ def present(labels: list[dict[str, Any]], root: Path) -> tuple[list[dict[str, An
 
 def load_labels(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+_HEADER = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*$")
+_ECHOED = re.compile(r"^/(?:ask|code|architect)\s+(.*)", re.DOTALL)
+
+
+def first_prompt(history: Path, started: str) -> str | None:
+    """The first typed prompt of the session whose header time is `started`: its first block of
+    `#### ` lines that is not a /command (the request after /ask, /code or /architect counts), each
+    line's `#### ` and the two trailing spaces Aider logs a typed line with removed (a model's own
+    `#### ` heading has none), joined with newlines."""
+    inside, block = False, []
+    for line in [*history.read_text(encoding="utf-8").split("\n"), ""]:
+        if m := _HEADER.match(line):
+            if inside:
+                break
+            inside = m.group(1) == started
+        elif inside and line.startswith("#### ") and line.endswith("  "):
+            block.append(line[5:-2])
+        elif inside and block:
+            text = "\n".join(block)
+            block = []
+            if not text.startswith("/"):
+                return text
+            if echoed := _ECHOED.match(text):
+                return echoed.group(1).lstrip()
+    return None
+
+
+def fill_prompts(labels: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """Labels on histories that may not be copied (no licence) hold the prompt's SHA-256, not its text:
+    it is read here from the history, and checked."""
+    out = []
+    for lab in labels:
+        if "prompt" not in lab:
+            folder, started = lab["session_id"].removeprefix("aider:").split("@")
+            text = first_prompt(root / folder / ".aider.chat.history.md", started)
+            if text is None or hashlib.sha256(text.encode()).hexdigest() != lab["prompt_sha256"]:
+                sys.exit(f"error: {lab['session_id']}: its history's first prompt is not the labelled one "
+                         "(rebuild the history as benchmarks/prompt_recall/README.md says)")
+            lab = {**lab, "prompt": text}
+        out.append(lab)
+    return out
 
 
 def _history(label: dict[str, Any]) -> str:
@@ -177,7 +223,7 @@ def main() -> None:
     for folder, n in sorted(absent.items()):
         print(f"skipped {n} labels of {folder}: its history is not here "
               "(benchmarks/prompt_recall/README.md says how to rebuild it)", file=sys.stderr)
-    labels = resolve_aider(labels, aider_root)
+    labels = resolve_aider(fill_prompts(labels, aider_root), aider_root)
     service = Jacked(load_settings(args.claude_dir), scan=False, warn=lambda m: print(m, file=sys.stderr))
     if not service.status().get("points"):
         service.backfill()

@@ -186,12 +186,17 @@ def test_the_context_fits_its_budget(indexed: Settings) -> None:
     assert len(small["sessions"]) < len(full["sessions"]) or full["tokens"] <= 100
 
 
-def test_eval_script_counts_hits_and_false_injections(indexed: Settings) -> None:
+def _eval_script() -> Any:
     spec = importlib.util.spec_from_file_location(
         "prompt_recall_eval", Path(__file__).resolve().parents[1] / "scripts" / "prompt_recall_eval.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_eval_script_counts_hits_and_false_injections(indexed: Settings) -> None:
+    module = _eval_script()
     labels = [lab for lab in module.load_labels(module.LABELS) if lab["cwd"] == CWD]
     # 3 prompts that follow up a claude_p session (1 real, 2 written), 3 that follow up nothing (2 real)
     assert sorted((bool(lab["expect"]), lab["source"].split(":")[0]) for lab in labels) == [
@@ -336,3 +341,20 @@ def test_a_short_request_about_a_session_of_the_day_gets_it(aider_indexed: tuple
     later = f"2024-08-{21 + RECENT_HOURS // 24 + 1}T15:30:00.000Z"
     said = _recall(settings, prompt, cwd=str(repo), session_id="new", until=later)
     assert said["sessions"] == [], said
+
+
+def test_a_label_holding_its_prompts_hash_reads_the_prompt_from_the_history() -> None:
+    """Labels on histories without a licence hold the prompt's SHA-256: the eval reads the session's
+    first typed prompt from the history (not a /command; the model's own `#### ` headings, which lack
+    Aider's two trailing spaces, are not typed) and refuses a history that does not hold it."""
+    module = _eval_script()
+    history = SHELL_HISTORY / ".aider.chat.history.md"
+    asked = "if the shell command is more than 1 line, after confirmation issue each command on its own"
+    assert module.first_prompt(history, "2024-08-21 13:08:07") == asked
+    assert module.first_prompt(history, "2024-08-21 12:32:16") is None  # /add, /tok and /ex only
+    assert module.first_prompt(history, "2024-08-21 13:11:44").startswith("if the shell command is more")
+    label = {"agent": "aider", "cwd": "aider/shell", "session_id": "aider:shell@2024-08-21 13:08:07",
+             "prompt_sha256": hashlib.sha256(asked.encode()).hexdigest()}
+    assert module.fill_prompts([label], SHELL_HISTORY.parent)[0]["prompt"] == asked
+    with pytest.raises(SystemExit, match="not the labelled one"):
+        module.fill_prompts([{**label, "prompt_sha256": "0" * 64}], SHELL_HISTORY.parent)
