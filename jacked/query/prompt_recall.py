@@ -7,9 +7,9 @@ that a past session of this repo holds verbatim (an error line, a quoted string,
 that is about the prompt by its other words too, or (c) repeats a recent request or names code few
 recent sessions hold, or (d) is about the repo's latest session (of the last day): the search ranks
 it first and is sure of it by the prompt's words and meaning alone, or (e) is a short request (a few
-words) that the search is as sure about a session of the repo's last day. A session of another repo comes
-only from a verbatim match of several words (a quoted sentence, an error line; one name is in every
-repo that uses it). The current session is never offered back. Silence is the default: a memory
+words) whose best session of this repo ended in the last day and is graded as surely. A session of
+another repo comes only from a verbatim match of several words (a quoted sentence, an error line;
+one name is in every repo that uses it). The current session is never offered back. Silence is the default: a memory
 that speaks on every prompt costs tokens for nothing and teaches the agent to ignore it.
 """
 from __future__ import annotations
