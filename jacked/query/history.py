@@ -15,7 +15,7 @@ import orjson
 from jacked.catalog import Catalog, forget_queries, timeline_queries
 from jacked.errors import JackedError
 from jacked.ingest.scan import Scanner, ScanReport
-from jacked.query.ids import short_ids
+from jacked.query.ids import mark_short_ids
 from jacked.query.prices import PriceTable
 from jacked.query.timeline import TURN_EVENT_TYPES, turn_event_fields
 from jacked.query.usage import Tally, session_usage, turn_usage
@@ -69,10 +69,7 @@ def session_rows(catalog: Catalog, sessions: list[dict[str, Any]],
                  prices: PriceTable | None = None) -> list[dict[str, Any]]:
     """`sessions` (`session_summary` dicts) as every surface gives them: the id a list shows
     (`short_id`, see `jacked.query.ids`) and what each cost (`with_usage`)."""
-    shown = short_ids(catalog, [s["session_id"] for s in sessions])
-    for s in sessions:
-        s["short_id"] = shown[s["session_id"]]
-    return with_usage(catalog, sessions, prices)
+    return with_usage(catalog, mark_short_ids(catalog, sessions), prices)
 
 
 def with_usage(catalog: Catalog, sessions: list[dict[str, Any]],

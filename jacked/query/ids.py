@@ -3,10 +3,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from jacked.catalog import Catalog
 
 SHORT_ID = 8  # the fewest characters of a session id a list shows
+
+
+def mark_short_ids(catalog: Catalog | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set each row's `short_id` (rows of sessions: lists, search results); without a catalog (a
+    teammate's hit on a shared server) the first `SHORT_ID` characters."""
+    shown = short_ids(catalog, [r["session_id"] for r in rows]) if catalog is not None else {}
+    for r in rows:
+        r["short_id"] = shown.get(r["session_id"]) or r["session_id"][:SHORT_ID]
+    return rows
 
 
 def short_ids(catalog: Catalog, session_ids: Iterable[str]) -> dict[str, str]:

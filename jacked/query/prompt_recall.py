@@ -23,7 +23,7 @@ from typing import Any
 from jacked.query.budget import Fitted, fit, settle
 from jacked.query.budget import capacity as capacity_for
 from jacked.query.search import exact_phrases
-from jacked.util.time import now_utc, parse_ts, relative_age
+from jacked.util.time import age_days, now_utc, parse_ts, relative_age
 from jacked.util.tokens import count_tokens
 
 __all__ = ["PROMPT_RECALL_MAX_TOKENS", "FOLLOW_UP", "refers_to_earlier_work", "prompt_recall"]
@@ -216,10 +216,12 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
     if repo:
         found = candidates(search(query, repo))
         if found and _words_grade(found[0]) == "high":
+            ended_days_ago = age_days(found[0].get("timestamp"), now)
             if found[0]["session_id"] in latest:
                 chosen.append(found[0])
                 about_latest = True
-            elif len(text.split()) <= SHORT_REQUEST_WORDS and _ended_since(found[0], now - timedelta(hours=RECENT_HOURS)):
+            elif (len(text.split()) <= SHORT_REQUEST_WORDS and ended_days_ago is not None
+                  and ended_days_ago <= RECENT_HOURS / 24):
                 chosen.append(found[0])
                 about_recent = True
         # Follow-up words: the search's own grade decides; without them only a verbatim match speaks.
@@ -260,11 +262,6 @@ def prompt_recall(prompt: str, repo: str | None, search: SearchFn, *, recent: Re
         return silent("nothing fits the budget")
     out = render(fitted)
     return {"text": out, "sessions": [sid for sid, _ in fitted.kept], "tokens": count_tokens(out), "reason": reason}
-
-
-def _ended_since(result: dict[str, Any], since: datetime) -> bool:
-    ended = parse_ts(result.get("timestamp"))
-    return ended is not None and ended >= since
 
 
 def _verbatim_match(result: dict[str, Any]) -> bool:

@@ -31,7 +31,7 @@ from jacked.catalog.index_state import PENDING
 from jacked.config import Settings
 from jacked.index.labels import searchable
 from jacked.query.filters import conditions as filter_conditions
-from jacked.query.ids import SHORT_ID, short_ids
+from jacked.query.ids import mark_short_ids
 from jacked.query.options import SearchError, SearchOptions
 from jacked.query.options import current_repo_name as current_repo_name  # re-exported: its users import it from here
 from jacked.query.timephrase import find_time_phrase
@@ -254,9 +254,7 @@ class Searcher:
         low, high = LEXICAL_SHARE_RANGE
         results = self._rank(sessions, opts, now, low + (high - low) * coverage ** COVERAGE_POWER)
         confidence = self._confidence(results, sparse_vec, self._topical(dense_vec.result()))
-        shown = short_ids(self.catalog, [r["session_id"] for r in results]) if self.catalog is not None else {}
-        for r in results:
-            r["short_id"] = shown.get(r["session_id"]) or r["session_id"][:SHORT_ID]
+        mark_short_ids(self.catalog, results)
         answer: dict[str, Any] = {"query": q, "confidence": confidence, "results": results}
         if time_filter is not None:
             answer["time_filter"] = time_filter

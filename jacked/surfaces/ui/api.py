@@ -31,7 +31,7 @@ from jacked.config import Settings
 from jacked.errors import JackedError
 from jacked.query.history import (SessionNotFound, resolve_session, session_rows, session_summary, turns_json,
                                   with_usage)
-from jacked.query.ids import short_ids
+from jacked.query.ids import mark_short_ids
 from jacked.query.prices import PriceTable
 from jacked.service import Jacked
 from jacked.util.time import TimeParseError, catalog_iso, now_utc, parse_since, parse_ts, relative_age
@@ -242,13 +242,15 @@ class UiApi:
         with self.catalog() as cat:
             for r in ui_queries.list_rows(cat, [h["session_id"] for h in hits]):
                 by_id[r["session_id"]] = _list_row(r)
-            session_rows(cat, list(by_id.values()), PriceTable.with_overrides(self.settings.prices))
+            with_usage(cat, list(by_id.values()), PriceTable.with_overrides(self.settings.prices))
         rows = []
         for h in hits:
             row = by_id.get(h["session_id"]) or search_only_row(h)
             if until and (row.get("started_at") or "") > until:
                 continue
-            row.update({"score": h["score"], "matches": h["matches"], "confidence": h.get("confidence")})
+            # the search named each hit as lists do (`short_id`): not asked of the catalog again
+            row.update({"short_id": h["short_id"], "score": h["score"], "matches": h["matches"],
+                        "confidence": h.get("confidence")})
             rows.append(row)
         # The answer's confidence is its best result's, of the rows still listed (`until` may drop some).
         confidence = rows[0]["confidence"] if rows else "none"
@@ -386,8 +388,7 @@ def list_sessions_page(cat: Catalog, repo: str | None, since: str | None, until:
     """
     total, rows = ui_queries.sessions_page(cat, repo, since, until, limit, offset, text, agent)
     now = now_utc()
-    shown = short_ids(cat, [r["session_id"] for r in rows])
-    return total, [{**_list_row(r, now), "short_id": shown[r["session_id"]]} for r in rows]
+    return total, mark_short_ids(cat, [_list_row(r, now) for r in rows])
 
 
 def _ms_between(a: str | None, b: str | None) -> int | None:
